@@ -1,0 +1,74 @@
+// schedext's configuration: plain structs, loaded from YAML and validated.
+//
+// Errors name the field and, for YAML errors, the line and column:
+// `config.yaml:12:5: profiles[0].policies[1].weight: must be a positive integer`.
+// Policy `args` are kept as JSON for the policy factories, which validate them
+// when the profiles are built (pipeline::Profile::Build).
+#ifndef SCHEDEXT_CONFIG_CONFIG_H_
+#define SCHEDEXT_CONFIG_CONFIG_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "schedext/status.h"
+
+namespace schedext::config {
+
+struct ServerConfig {
+  std::string host = "0.0.0.0";  // IPv4, IPv6 (no brackets) or a host name
+  int port = 8888;
+  // Worker threads. Each keep-alive connection pins one while it is open.
+  int threads = 32;
+  size_t max_body_bytes = size_t{512} << 20;
+  int keep_alive_timeout_seconds = 120;  // above Go's 90 s idle timeout
+  size_t keep_alive_max_count = 100000;
+  int read_timeout_seconds = 5;
+  int write_timeout_seconds = 5;
+  // Seconds to wait for in-flight requests on SIGTERM before exiting anyway.
+  int shutdown_grace_seconds = 25;
+};
+
+struct LogConfig {
+  std::string level = "info";   // trace, debug, info, warn, error, critical, off
+  std::string format = "text";  // text or json
+};
+
+struct PolicyConfig {
+  std::string name;
+  int64_t weight = 1;
+  // The policy's arguments as a JSON object ({} when none).
+  std::shared_ptr<const nlohmann::json> args;
+};
+
+struct ProfileConfig {
+  std::string name;  // [a-z0-9]([-a-z0-9]*[a-z0-9])?, served at /<name>/<verb>
+  std::vector<PolicyConfig> policies;
+};
+
+struct Config {
+  ServerConfig server;
+  LogConfig log;
+  std::vector<ProfileConfig> profiles;
+  // The profile also served at /<verb>; the first profile when empty.
+  std::string default_profile;
+};
+
+// Parses and validates YAML text. `source` names it in messages.
+StatusOr<Config> LoadConfigText(std::string_view yaml, std::string_view source);
+// Reads and parses a file.
+StatusOr<Config> LoadConfigFile(const std::string& path);
+// The configuration used when no --config is given.
+std::string_view EmbeddedDefaultConfig();
+
+// "host:port", "[v6]:port" or ":port" into server.host / server.port.
+Status ApplyListenAddress(std::string_view listen, ServerConfig& server);
+
+}  // namespace schedext::config
+
+#endif  // SCHEDEXT_CONFIG_CONFIG_H_

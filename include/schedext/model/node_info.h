@@ -1,0 +1,45 @@
+// NodeInfo: the compact view of a v1.Node that policies read.
+//
+// Strings are views into storage kept alive by whoever built the NodeInfo (the
+// request body or the decoder's parser for a request). Thread-safety: an
+// immutable value once built; safe to read from many threads.
+#ifndef SCHEDEXT_MODEL_NODE_INFO_H_
+#define SCHEDEXT_MODEL_NODE_INFO_H_
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "schedext/model/resources.h"
+#include "schedext/model/selectors.h"
+
+namespace schedext::model {
+
+struct NodeCondition {
+  std::string_view type;    // Ready, MemoryPressure, ...
+  std::string_view status;  // "True", "False", "Unknown"
+};
+
+struct NodeInfo {
+  std::string_view name;
+  std::string_view uid;
+  StringMap labels;
+  StringMap annotations;
+  std::vector<Taint> taints;
+  bool unschedulable = false;  // spec.unschedulable
+  std::vector<NodeCondition> conditions;
+  ResourceList capacity;
+  ResourceList allocatable;
+  // Full-node mode: the node object's exact bytes in the request, echoed back
+  // unmodified by a passing filter reply. Empty otherwise.
+  std::string_view raw_json;
+
+  // status of the condition `type`, or nullopt when the node does not report it.
+  std::optional<std::string_view> ConditionStatus(std::string_view type) const;
+  // Resets every field, keeping vector capacity for reuse.
+  void Clear();
+};
+
+}  // namespace schedext::model
+
+#endif  // SCHEDEXT_MODEL_NODE_INFO_H_

@@ -1,0 +1,75 @@
+// Resource amounts as the scheduler counts them: CPU in milli-cores, everything
+// else (memory, ephemeral-storage, pods, hugepages-*, extended resources) in
+// whole units, each an int64.
+//
+// Names are std::string_view: they point into the request body or into storage
+// the owner of the ResourceList keeps alive (see pod_info.h / node_info.h).
+// Thread-safety: plain value type.
+#ifndef SCHEDEXT_MODEL_RESOURCES_H_
+#define SCHEDEXT_MODEL_RESOURCES_H_
+
+#include <cstdint>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "schedext/status.h"
+
+namespace schedext::model {
+
+inline constexpr std::string_view kResourceCpu = "cpu";
+inline constexpr std::string_view kResourceMemory = "memory";
+inline constexpr std::string_view kResourceEphemeralStorage = "ephemeral-storage";
+inline constexpr std::string_view kResourcePods = "pods";
+
+// Parses `text` as the amount of resource `name`: Milli() for "cpu", Value() for
+// every other resource. Errors name the resource: `cpu: invalid quantity "5x"`.
+StatusOr<int64_t> ParseResourceAmount(std::string_view name, std::string_view text);
+
+// A named amount that is not one of the four well-known resources.
+struct ScalarResource {
+  std::string_view name;
+  int64_t amount = 0;
+  friend bool operator==(const ScalarResource&, const ScalarResource&) = default;
+};
+
+class ResourceList {
+ public:
+  int64_t milli_cpu = 0;
+  int64_t memory = 0;
+  int64_t ephemeral_storage = 0;
+  int64_t pods = 0;
+  // hugepages-*, extended resources, ...; at most one entry per name, in
+  // insertion order.
+  std::vector<ScalarResource> scalars;
+
+  // Amount of `name` (0 when absent). "cpu" answers milli-cores.
+  int64_t Get(std::string_view name) const;
+  // Sets `name` to `amount`, replacing any previous amount.
+  void Set(std::string_view name, int64_t amount);
+  // Adds `amount` to `name` (saturating at the int64 limits).
+  void Add(std::string_view name, int64_t amount);
+  // this[r] += other[r] for every resource r of `other`.
+  void AddAll(const ResourceList& other);
+  // this[r] = max(this[r], other[r]) for every resource r of `other`.
+  void MaxWith(const ResourceList& other);
+  // Calls fn(name, amount) for every resource with a non-zero amount, the four
+  // well-known ones first.
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+    if (milli_cpu != 0) fn(kResourceCpu, milli_cpu);
+    if (memory != 0) fn(kResourceMemory, memory);
+    if (ephemeral_storage != 0) fn(kResourceEphemeralStorage, ephemeral_storage);
+    if (pods != 0) fn(kResourcePods, pods);
+    for (const ScalarResource& s : scalars) {
+      if (s.amount != 0) fn(s.name, s.amount);
+    }
+  }
+  void Clear();
+
+  friend bool operator==(const ResourceList&, const ResourceList&) = default;
+};
+
+}  // namespace schedext::model
+
+#endif  // SCHEDEXT_MODEL_RESOURCES_H_

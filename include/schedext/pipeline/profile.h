@@ -1,0 +1,123 @@
+// Profile: an ordered set of weighted policies and the per-node loops that run
+// them for one request.
+//
+// Built once from configuration, immutable afterwards, shared across request
+// threads as std::shared_ptr<const Profile>. The loops do not allocate once the
+// caller's outcome objects have grown to the request size (they are reused).
+#ifndef SCHEDEXT_PIPELINE_PROFILE_H_
+#define SCHEDEXT_PIPELINE_PROFILE_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "schedext/config/config.h"
+#include "schedext/policy/policy.h"
+#include "schedext/policy/registry.h"
+#include "schedext/status.h"
+
+namespace schedext::pipeline {
+
+// Highest score of the extender protocol (MaxExtenderPriority).
+inline constexpr int64_t kMaxExtenderScore = 10;
+
+// Result of RunFilters: every input node in exactly one of the three lists,
+// by index into the request's node list, in request order.
+struct FilterOutcome {
+  struct Rejection {
+    uint32_t node;
+    std::string_view reason;
+  };
+  std::vector<uint32_t> passed;
+  std::vector<Rejection> failed;        // Unschedulable
+  std::vector<Rejection> unresolvable;  // UnschedulableAndUnresolvable
+  void Clear();
+};
+
+// Per-request scratch of RunScorers, reused across requests.
+struct ScoreScratch {
+  std::vector<int64_t> raw;  // one row of node scores per scorer
+  policy::RequestState state;
+};
+
+// One candidate node of a preemption, as the service resolved it.
+struct PreemptCandidate {
+  const model::NodeInfo* node = nullptr;  // nullptr: not known to schedext
+  std::span<const model::PodInfo> victims;
+};
+
+// What RunPreempt decided for one candidate.
+struct PreemptDecision {
+  bool keep = false;
+  std::vector<uint8_t> needed;  // per victim, when kept
+};
+
+class Profile {
+ public:
+  // Creates each policy through `registry`, checks weights (> 0), duplicate
+  // policy names and that every policy has at least one hook. Errors name the
+  // field: `profiles[0].policies[2]: unknown policy "NodeLable" (known: ...)`.
+  // `path` is the profile's place in the configuration ("profiles[0]").
+  static StatusOr<std::shared_ptr<const Profile>> Build(const config::ProfileConfig& config,
+                                                        const policy::Registry& registry,
+                                                        std::string_view path);
+
+  const std::string& name() const { return name_; }
+  std::span<const std::unique_ptr<policy::Policy>> policies() const { return policies_; }
+
+  // Runs each PreFilter once, then every filter on each node in configured
+  // order up to the first rejection. A kError verdict or PreFilter failure
+  // aborts with kInternal naming the policy.
+  Status RunFilters(const model::PodInfo& pod, policy::NodeSpan nodes, policy::RequestState& state,
+                    FilterOutcome& out) const;
+
+  // Scores every node: per scorer PreScore, raw scores, Normalize onto
+  // [0, 100] (range-checked); then per node
+  //   score = round(Σ w_p·s_p × 10 / (100 × Σ w_p))  ∈ [0, 10].
+  // With no scorer every node scores 0. `out` gets one score per node.
+  Status RunScorers(const model::PodInfo& pod, policy::NodeSpan nodes, ScoreScratch& scratch,
+                    std::vector<int64_t>& out) const;
+
+  // For each candidate: drops it when a filter that eviction cannot help
+  // rejects the node, then lets each PreemptHook trim the victims or drop the
+  // node. A candidate whose node is unknown (nullptr) is kept unchanged: without
+  // the node object nothing can be re-checked. A hook that clears every victim
+  // leaves the scheduler's list unchanged (the protocol forbids empty lists).
+  // `out` gets one decision per candidate.
+  Status RunPreempt(const model::PodInfo& preemptor, std::span<const PreemptCandidate> candidates,
+                    policy::RequestState& state, std::vector<PreemptDecision>& out) const;
+
+  bool has_filters() const { return !filters_.empty(); }
+  bool has_scorers() const { return !scorers_.empty(); }
+
+ private:
+  struct NamedFilter {
+    std::string_view policy;
+    const policy::FilterHook* hook;
+  };
+  struct WeightedScorer {
+    std::string_view policy;
+    const policy::ScoreHook* hook;
+    int64_t weight;
+  };
+  struct NamedPreempter {
+    std::string_view policy;
+    const policy::PreemptHook* hook;
+  };
+
+  Profile() = default;
+
+  std::string name_;
+  std::vector<std::unique_ptr<policy::Policy>> policies_;
+  std::vector<NamedFilter> filters_;
+  std::vector<WeightedScorer> scorers_;
+  std::vector<NamedPreempter> preempters_;
+  int64_t total_weight_ = 0;
+};
+
+}  // namespace schedext::pipeline
+
+#endif  // SCHEDEXT_PIPELINE_PROFILE_H_

@@ -1,0 +1,103 @@
+// Policy: a named scheduling rule with optional filter, score and preempt hooks.
+//
+// Policies are built once from configuration by a factory (registry.h) and are
+// immutable afterwards: every hook method is const and must be safe to call
+// from many request threads at once. Per-request data goes in RequestState.
+// Per-node methods (Filter, Score) run in the hot loop: no allocation, no
+// locks, no logging, no exceptions.
+#ifndef SCHEDEXT_POLICY_POLICY_H_
+#define SCHEDEXT_POLICY_POLICY_H_
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "schedext/model/node_info.h"
+#include "schedext/model/pod_info.h"
+#include "schedext/policy/request_state.h"
+#include "schedext/policy/verdict.h"
+#include "schedext/status.h"
+
+namespace schedext::policy {
+
+// The nodes of one request, in request order. Never null entries.
+using NodeSpan = std::span<const model::NodeInfo* const>;
+
+// Highest normalized score a ScoreHook may produce (kube-scheduler MaxNodeScore).
+inline constexpr int64_t kMaxNodeScore = 100;
+
+class FilterHook {
+ public:
+  virtual ~FilterHook() = default;
+  // Once per request, before any Filter call. A non-OK status fails the request.
+  virtual Status PreFilter(RequestState& /*state*/, const model::PodInfo& /*pod*/) const {
+    return OkStatus();
+  }
+  // Once per node.
+  virtual Verdict Filter(const RequestState& state, const model::PodInfo& pod,
+                         const model::NodeInfo& node) const = 0;
+  // Whether evicting pods from a node can change this filter's verdict (resource
+  // filters). preempt re-checks candidate nodes with the filters for which it
+  // cannot; the others answer through their PreemptHook.
+  virtual bool EvictionCanHelp() const { return false; }
+};
+
+class ScoreHook {
+ public:
+  virtual ~ScoreHook() = default;
+  // Once per request, before any Score call. A non-OK status fails the request.
+  virtual Status PreScore(RequestState& /*state*/, const model::PodInfo& /*pod*/,
+                          NodeSpan /*nodes*/) const {
+    return OkStatus();
+  }
+  // Raw score of one node; any int64.
+  virtual int64_t Score(const RequestState& state, const model::PodInfo& pod,
+                        const model::NodeInfo& node) const = 0;
+  // Maps the raw scores of all nodes (request order) onto [0, kMaxNodeScore] in
+  // place. The default clamps. A value left outside the range fails the request.
+  virtual void Normalize(const RequestState& state, std::span<int64_t> scores) const;
+};
+
+class PreemptHook {
+ public:
+  virtual ~PreemptHook() = default;
+  // One candidate node of a preemption: `victims` are the pods the scheduler
+  // proposes to evict from `node`, most important first; `needed[i]` starts at
+  // 1 for each. The hook clears the entries of victims it does not need and
+  // answers kSuccess to keep the node, or an Unschedulable verdict to drop it
+  // (the preemptor could not run there even after the evictions).
+  virtual Verdict SelectVictims(const RequestState& state, const model::PodInfo& preemptor,
+                                const model::NodeInfo& node,
+                                std::span<const model::PodInfo> victims,
+                                std::span<uint8_t> needed) const = 0;
+};
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  Policy(const Policy&) = delete;
+  Policy& operator=(const Policy&) = delete;
+
+  // The registered name ("NodeLabel").
+  virtual std::string_view Name() const = 0;
+  virtual const FilterHook* AsFilter() const { return nullptr; }
+  virtual const ScoreHook* AsScorer() const { return nullptr; }
+  virtual const PreemptHook* AsPreempter() const { return nullptr; }
+
+ protected:
+  Policy() = default;
+};
+
+// Kubernetes' DefaultNormalizeScore: scales scores so that the largest becomes
+// kMaxNodeScore (all zero stays zero), then, if `reverse`, maps s to
+// kMaxNodeScore - s (all zero then becomes kMaxNodeScore). Negative raw scores
+// are treated as 0.
+void NormalizeToMax(std::span<int64_t> scores, bool reverse);
+
+// Min-max scaling onto [0, kMaxNodeScore]; the smallest raw score maps to 0 and
+// the largest to kMaxNodeScore (or the reverse). All equal ⇒ all kMaxNodeScore.
+void NormalizeMinMax(std::span<int64_t> scores, bool reverse);
+
+}  // namespace schedext::policy
+
+#endif  // SCHEDEXT_POLICY_POLICY_H_

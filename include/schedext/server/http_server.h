@@ -1,0 +1,52 @@
+// HttpServer: the thin cpp-httplib adapter in front of ExtenderService.
+//
+// Routes: POST /{filter,prioritize,preempt,bind} (default profile) and
+// POST /<profile>/<verb>; GET /healthz, /readyz, /version, /metrics. A wrong
+// method answers 405, an unknown path 404, an oversized body 413, each with a
+// JSON {"Error": ...} body. Replies are never compressed.
+//
+// Thread-safety: Start/Stop from any one thread; Stop may be called from
+// another thread than Start (the signal thread).
+#ifndef SCHEDEXT_SERVER_HTTP_SERVER_H_
+#define SCHEDEXT_SERVER_HTTP_SERVER_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "schedext/config/config.h"
+#include "schedext/server/service.h"
+#include "schedext/status.h"
+
+namespace schedext::server {
+
+struct HttpServerOptions {
+  config::ServerConfig server;
+  std::string version;  // answered by GET /version
+  // Whether the server can answer node-cache requests yet (GET /readyz).
+  std::function<bool()> ready = [] { return true; };
+};
+
+class HttpServer {
+ public:
+  HttpServer(const ExtenderService& service, Metrics* metrics, HttpServerOptions options);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds the listening socket. Port 0 picks a free port (see port()).
+  Status Bind();
+  int port() const;
+  // Serves until Stop(); returns once in-flight requests have finished.
+  Status Serve();
+  // Stops accepting, lets in-flight requests finish, makes Serve() return.
+  void Stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace schedext::server
+
+#endif  // SCHEDEXT_SERVER_HTTP_SERVER_H_

@@ -1,0 +1,103 @@
+// ExtenderService: the transport-free core of the server. Bytes in, bytes out:
+// it decodes a request, resolves its nodes, runs the profile and encodes the
+// reply, and returns the HTTP status to send.
+//
+// Status mapping (architecture §8): a semantically valid request answers 200,
+// with failures in `Error` where the message has one (filter, bind); a body
+// that does not decode answers 400 {"Error": ...}; an internal failure of
+// prioritize or preempt (no Error field) answers 500, or 503 when the node
+// directory is unavailable.
+//
+// Thread-safety: Handle may run concurrently on many threads, each with its
+// own Scratch.
+#ifndef SCHEDEXT_SERVER_SERVICE_H_
+#define SCHEDEXT_SERVER_SERVICE_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "schedext/cluster/binder.h"
+#include "schedext/cluster/node_directory.h"
+#include "schedext/pipeline/profile.h"
+#include "schedext/server/metrics.h"
+#include "schedext/wire/decoder.h"
+#include "schedext/wire/messages.h"
+#include "schedext/wire/request_buffer.h"
+
+namespace schedext::server {
+
+// Per-worker scratch, reused across requests so that steady-state requests do
+// not allocate.
+struct Scratch {
+  wire::RequestDecoder decoder;
+  wire::ExtenderArgsView args;
+  wire::PreemptionArgsView preemption;
+  wire::BindingArgsView binding;
+  std::vector<const model::NodeInfo*> nodes;
+  std::shared_ptr<const void> keep_alive;
+  policy::RequestState state;
+  pipeline::FilterOutcome filter;
+  pipeline::ScoreScratch score;
+  std::vector<int64_t> scores;
+  std::vector<std::string_view> passing;
+  std::vector<wire::FailedNode> failed;
+  std::vector<wire::FailedNode> unresolvable;
+  std::vector<wire::HostScore> host_scores;
+  std::vector<pipeline::PreemptCandidate> candidates;
+  std::vector<pipeline::PreemptDecision> decisions;
+  std::vector<std::string_view> uids;
+  std::vector<wire::MetaVictimsEntry> victims;
+};
+
+// What the request log line and metrics need to know about one request.
+struct RequestSummary {
+  size_t nodes_in = 0;
+  size_t nodes_out = 0;  // passing nodes (filter), scored (prioritize), kept (preempt)
+  std::string_view pod_namespace;
+  std::string_view pod_name;
+  std::string error;  // empty when the request succeeded
+};
+
+class ExtenderService {
+ public:
+  // `profiles` non-empty; `default_profile` indexes it. `nodes` and `binder`
+  // may be null (no cluster connection); `metrics` may be null.
+  ExtenderService(std::vector<std::shared_ptr<const pipeline::Profile>> profiles,
+                  size_t default_profile, const cluster::NodeDirectory* nodes,
+                  cluster::PodBinder* binder, Metrics* metrics);
+
+  // Index of the profile named `name`; "" means the default profile. -1 when
+  // there is no such profile.
+  int FindProfile(std::string_view name) const;
+  const pipeline::Profile& profile(size_t index) const { return *profiles_[index]; }
+  size_t profile_count() const { return profiles_.size(); }
+
+  // Handles one request for profile `profile_index`: clears `out`, writes the
+  // reply body into it and returns the HTTP status. Never throws on bad input.
+  int Handle(Verb verb, size_t profile_index, const wire::RequestBuffer& body, Scratch& scratch,
+             std::string& out, RequestSummary& summary) const;
+
+ private:
+  int Filter(const pipeline::Profile& profile, const wire::RequestBuffer& body, Scratch& s,
+             std::string& out, RequestSummary& summary) const;
+  int Prioritize(const pipeline::Profile& profile, const wire::RequestBuffer& body, Scratch& s,
+                 std::string& out, RequestSummary& summary) const;
+  int Preempt(const pipeline::Profile& profile, const wire::RequestBuffer& body, Scratch& s,
+              std::string& out, RequestSummary& summary) const;
+  int Bind(const wire::RequestBuffer& body, Scratch& s, std::string& out,
+           RequestSummary& summary) const;
+  // Fills s.nodes for the decoded ExtenderArgs (full objects or resolved names).
+  Status ResolveNodes(Scratch& s) const;
+
+  std::vector<std::shared_ptr<const pipeline::Profile>> profiles_;
+  size_t default_profile_;
+  const cluster::NodeDirectory* nodes_;
+  cluster::PodBinder* binder_;
+  Metrics* metrics_;
+};
+
+}  // namespace schedext::server
+
+#endif  // SCHEDEXT_SERVER_SERVICE_H_

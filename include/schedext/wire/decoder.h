@@ -1,0 +1,48 @@
+// RequestDecoder: decodes extender requests with simdjson on-demand, straight
+// from the received buffer (no DOM, no copy of the body).
+//
+// Keys are matched exactly, then ASCII case-insensitively; the last of a
+// duplicated key wins; null and absent are the same; unknown keys are ignored;
+// integers are read as int64. Only what policies read is extracted; the rest is
+// skipped. Every failure is kInvalidArgument with a JSON path:
+// `decode ExtenderArgs: /Pod/spec/containers/0/resources/requests/cpu: invalid quantity "5x"`.
+//
+// Thread-safety: none. One decoder per worker thread; a decoded view is valid
+// until the next Decode* call on the same decoder.
+#ifndef SCHEDEXT_WIRE_DECODER_H_
+#define SCHEDEXT_WIRE_DECODER_H_
+
+#include <memory>
+
+#include "schedext/status.h"
+#include "schedext/wire/messages.h"
+#include "schedext/wire/request_buffer.h"
+
+namespace schedext::wire {
+
+class RequestDecoder {
+ public:
+  RequestDecoder();
+  ~RequestDecoder();
+  RequestDecoder(const RequestDecoder&) = delete;
+  RequestDecoder& operator=(const RequestDecoder&) = delete;
+
+  // ExtenderArgs (filter, prioritize). A body that is JSON `null` decodes to an
+  // empty view (no pod, kNone).
+  Status DecodeExtenderArgs(const RequestBuffer& body, ExtenderArgsView& out);
+  // ExtenderPreemptionArgs.
+  Status DecodePreemptionArgs(const RequestBuffer& body, PreemptionArgsView& out);
+  // ExtenderBindingArgs.
+  Status DecodeBindingArgs(const RequestBuffer& body, BindingArgsView& out);
+
+  // Releases parser memory beyond `max_bytes` (after a very large request).
+  void ShrinkTo(size_t max_bytes);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace schedext::wire
+
+#endif  // SCHEDEXT_WIRE_DECODER_H_
