@@ -1,1 +1,344 @@
-int main() { return 0; }  // placeholder
+// schedext: the composition root. Parses flags, loads the configuration, builds
+// the profiles and the server, and runs until SIGTERM/SIGINT.
+#include <signal.h>
+#include <time.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <spdlog/pattern_formatter.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "schedext/config/config.h"
+#include "schedext/pipeline/profile.h"
+#include "schedext/policy/registry.h"
+#include "schedext/server/http_server.h"
+#include "schedext/server/metrics.h"
+#include "schedext/server/service.h"
+#include "schedext/wire/encoder.h"
+
+namespace {
+
+constexpr std::string_view kUsage =
+    R"(schedext: a Kubernetes scheduler extender (filter, prioritize, preempt, bind).
+
+Usage: schedext [flags]
+
+Flags:
+  --config FILE         configuration file (YAML); without it the embedded default
+                        configuration is used (print it with --print-default-config)
+  --listen ADDR         listen address, overrides server.listen: HOST:PORT, [V6]:PORT or :PORT
+  --log-level LEVEL     trace, debug, info, warn, error, critical or off (overrides log.level)
+  --check-config FILE   validate FILE (syntax, fields, policies and their args) and exit:
+                        0 when valid, 1 with a message naming the field otherwise
+  --print-default-config
+                        print the embedded default configuration and exit
+  --version             print the version and exit
+  --help                print this help and exit
+)";
+
+struct Flags {
+  std::optional<std::string> config;
+  std::optional<std::string> listen;
+  std::optional<std::string> log_level;
+  std::optional<std::string> check_config;
+  bool print_default_config = false;
+  bool version = false;
+  bool help = false;
+};
+
+// Accepts "--flag value" and "--flag=value".
+bool ParseFlags(int argc, char** argv, Flags& flags, std::string& error) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::optional<std::string> inline_value;
+    if (const size_t eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      inline_value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    }
+    auto value = [&](std::optional<std::string>& out) {
+      if (inline_value) {
+        out = *inline_value;
+        return true;
+      }
+      if (i + 1 >= argc) {
+        error = arg + " needs a value";
+        return false;
+      }
+      out = argv[++i];
+      return true;
+    };
+    auto no_value = [&](bool& out) {
+      if (inline_value) {
+        error = arg + " takes no value";
+        return false;
+      }
+      out = true;
+      return true;
+    };
+    bool ok = true;
+    if (arg == "--config") {
+      ok = value(flags.config);
+    } else if (arg == "--listen") {
+      ok = value(flags.listen);
+    } else if (arg == "--log-level") {
+      ok = value(flags.log_level);
+    } else if (arg == "--check-config") {
+      ok = value(flags.check_config);
+    } else if (arg == "--print-default-config") {
+      ok = no_value(flags.print_default_config);
+    } else if (arg == "--version") {
+      ok = no_value(flags.version);
+    } else if (arg == "--help" || arg == "-h") {
+      ok = no_value(flags.help);
+    } else {
+      error = "unknown flag " + arg;
+      ok = false;
+    }
+    if (!ok) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// %* in a JSON log pattern: the message, escaped as a JSON string body.
+class JsonMessageFlag final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    std::string quoted;
+    schedext::wire::AppendJsonString(std::string_view(msg.payload.data(), msg.payload.size()),
+                                     quoted);
+    dest.append(quoted.data() + 1, quoted.data() + quoted.size() - 1);
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<JsonMessageFlag>();
+  }
+};
+
+schedext::Status SetUpLogging(const schedext::config::LogConfig& log) {
+  const spdlog::level::level_enum level = spdlog::level::from_str(log.level);
+  if (level == spdlog::level::off && log.level != "off") {
+    return schedext::InvalidArgumentError("log level \"" + log.level +
+                                          "\": use trace, debug, info, warn, error, critical "
+                                          "or off");
+  }
+  auto logger = spdlog::stderr_color_mt("schedext");
+  if (log.format == "json") {
+    auto formatter = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
+    formatter->add_flag<JsonMessageFlag>('*').set_pattern(
+        R"({"time":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","msg":"%*"})");
+    logger->set_formatter(std::move(formatter));
+  } else {
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%f%z %^%l%$ %v");
+  }
+  logger->set_level(level);
+  logger->flush_on(spdlog::level::info);
+  spdlog::set_default_logger(logger);
+  return schedext::OkStatus();
+}
+
+struct Built {
+  std::vector<std::shared_ptr<const schedext::pipeline::Profile>> profiles;
+  size_t default_profile = 0;
+};
+
+schedext::StatusOr<Built> BuildProfiles(const schedext::config::Config& config) {
+  schedext::policy::Registry registry;
+  SCHEDEXT_RETURN_IF_ERROR(schedext::policy::RegisterBuiltinPolicies(registry));
+  Built built;
+  for (size_t i = 0; i < config.profiles.size(); ++i) {
+    auto profile = schedext::pipeline::Profile::Build(config.profiles[i], registry,
+                                                      "profiles[" + std::to_string(i) + "]");
+    if (!profile.ok()) {
+      return profile.status();
+    }
+    if (config.profiles[i].name == config.default_profile) {
+      built.default_profile = i;
+    }
+    built.profiles.push_back(std::move(profile).value());
+  }
+  return built;
+}
+
+int CheckConfig(const std::string& path) {
+  auto config = schedext::config::LoadConfigFile(path);
+  if (config.ok()) {
+    auto built = BuildProfiles(*config);
+    if (!built.ok()) {
+      std::cerr << path << ": " << built.status().message() << "\n";
+      return 1;
+    }
+    std::cout << path << ": ok (" << config->profiles.size() << " profile(s))\n";
+    return 0;
+  }
+  std::cerr << config.status().message() << "\n";
+  return 1;
+}
+
+// Waits for SIGTERM/SIGINT (blocked in every thread, so only this one sees
+// them) and stops the server; if in-flight requests have not drained within the
+// grace period, exits anyway.
+class SignalWatcher {
+ public:
+  SignalWatcher(schedext::server::HttpServer& server, int grace_seconds)
+      : server_(server), grace_seconds_(grace_seconds), thread_([this] { Run(); }) {}
+  ~SignalWatcher() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  void Run() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    const timespec tick{0, 200'000'000};
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (done_) {
+          return;
+        }
+      }
+      const int sig = sigtimedwait(&set, nullptr, &tick);
+      if (sig == SIGTERM || sig == SIGINT) {
+        spdlog::info("received {}: draining in-flight requests",
+                     sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        server_.Stop();
+        std::unique_lock<std::mutex> lock(mu_);
+        if (!cv_.wait_for(lock, std::chrono::seconds(grace_seconds_), [this] { return done_; })) {
+          spdlog::error("requests did not drain within {} s; exiting", grace_seconds_);
+          spdlog::shutdown();
+          std::_Exit(1);
+        }
+        return;
+      }
+    }
+  }
+
+  schedext::server::HttpServer& server_;
+  const int grace_seconds_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  std::string error;
+  if (!ParseFlags(argc, argv, flags, error)) {
+    std::cerr << "schedext: " << error << "\n\n" << kUsage;
+    return 2;
+  }
+  if (flags.help) {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (flags.version) {
+    std::cout << "schedext " << SCHEDEXT_VERSION << "\n";
+    return 0;
+  }
+  if (flags.print_default_config) {
+    std::cout << schedext::config::EmbeddedDefaultConfig();
+    return 0;
+  }
+  if (flags.check_config) {
+    return CheckConfig(*flags.check_config);
+  }
+
+  auto loaded = flags.config
+                    ? schedext::config::LoadConfigFile(*flags.config)
+                    : schedext::config::LoadConfigText(schedext::config::EmbeddedDefaultConfig(),
+                                                       "embedded default config");
+  if (!loaded.ok()) {
+    std::cerr << "schedext: " << loaded.status().message() << "\n";
+    return 1;
+  }
+  schedext::config::Config config = std::move(loaded).value();
+  if (flags.listen) {
+    schedext::Status s = schedext::config::ApplyListenAddress(*flags.listen, config.server);
+    if (!s.ok()) {
+      std::cerr << "schedext: --listen: " << s.message() << "\n";
+      return 1;
+    }
+  }
+  if (flags.log_level) {
+    config.log.level = *flags.log_level;
+  }
+  if (schedext::Status s = SetUpLogging(config.log); !s.ok()) {
+    std::cerr << "schedext: " << s.message() << "\n";
+    return 1;
+  }
+  auto built = BuildProfiles(config);
+  if (!built.ok()) {
+    spdlog::critical("{}", built.status().message());
+    return 1;
+  }
+
+  // Block the signals before any thread starts, so that every thread inherits
+  // the mask and only the watcher receives them.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  std::vector<std::string> names;
+  for (const auto& p : built->profiles) {
+    names.push_back(p->name());
+  }
+  schedext::server::Metrics metrics(names);
+  schedext::server::ExtenderService service(built->profiles, built->default_profile,
+                                            /*nodes=*/nullptr, /*binder=*/nullptr, &metrics);
+  schedext::server::HttpServerOptions options;
+  options.server = config.server;
+  options.version = SCHEDEXT_VERSION;
+  schedext::server::HttpServer server(service, &metrics, options);
+  if (schedext::Status s = server.Bind(); !s.ok()) {
+    spdlog::critical("{}", s.message());
+    return 1;
+  }
+  std::string profile_list;
+  for (const std::string& n : names) {
+    profile_list += (profile_list.empty() ? "" : ", ") + n;
+  }
+  spdlog::info("schedext {} listening on {}:{} (profiles: {}; default: {}; {} threads)",
+               SCHEDEXT_VERSION, config.server.host, server.port(), profile_list,
+               names[built->default_profile], config.server.threads);
+  spdlog::info("no cluster connection: node-cache requests (NodeNames) and bind answer an "
+               "error; full-node requests are served");
+
+  schedext::Status served;
+  {
+    SignalWatcher watcher(server, config.server.shutdown_grace_seconds);
+    served = server.Serve();
+  }
+  if (!served.ok()) {
+    spdlog::critical("{}", served.message());
+    return 1;
+  }
+  spdlog::info("stopped");
+  spdlog::shutdown();
+  return 0;
+}

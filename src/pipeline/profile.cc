@@ -1,1 +1,204 @@
-// placeholder: not yet written
+#include "schedext/pipeline/profile.h"
+
+#include <algorithm>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace schedext::pipeline {
+
+void FilterOutcome::Clear() {
+  passed.clear();
+  failed.clear();
+  unresolvable.clear();
+}
+
+StatusOr<std::shared_ptr<const Profile>> Profile::Build(const config::ProfileConfig& config,
+                                                        const policy::Registry& registry,
+                                                        std::string_view path) {
+  // Profile's constructor is private, so make_shared cannot reach it.
+  std::shared_ptr<Profile> profile(new Profile());
+  profile->name_ = config.name;
+  if (config.policies.empty()) {
+    return InvalidArgumentError(std::string(path) + ".policies: at least one policy is required");
+  }
+  static const nlohmann::json kNoArgs = nlohmann::json::object();
+  std::set<std::string, std::less<>> seen;
+  for (size_t i = 0; i < config.policies.size(); ++i) {
+    const config::PolicyConfig& pc = config.policies[i];
+    const std::string where = std::string(path) + ".policies[" + std::to_string(i) + "]";
+    if (pc.weight <= 0) {
+      return InvalidArgumentError(where + ".weight: must be a positive integer");
+    }
+    if (!seen.insert(pc.name).second) {
+      return InvalidArgumentError(where + ": policy \"" + pc.name +
+                                  "\" appears twice in the profile");
+    }
+    policy::PolicyContext context;
+    context.args_path = where + ".args";
+    auto created = registry.Create(pc.name, pc.args ? *pc.args : kNoArgs, context);
+    if (!created.ok()) {
+      return created.status().WithContext(where);
+    }
+    std::unique_ptr<policy::Policy> p = std::move(created).value();
+    const policy::FilterHook* filter = p->AsFilter();
+    const policy::ScoreHook* scorer = p->AsScorer();
+    const policy::PreemptHook* preempter = p->AsPreempter();
+    if (filter == nullptr && scorer == nullptr && preempter == nullptr) {
+      return InvalidArgumentError(where + ": policy \"" + pc.name +
+                                  "\" has nothing to do with these args (no filter, score or "
+                                  "preempt hook)");
+    }
+    const std::string_view name = p->Name();
+    if (filter != nullptr) {
+      profile->filters_.push_back({name, filter});
+    }
+    if (scorer != nullptr) {
+      profile->scorers_.push_back({name, scorer, pc.weight});
+      profile->total_weight_ += pc.weight;
+    }
+    if (preempter != nullptr) {
+      profile->preempters_.push_back({name, preempter});
+    }
+    profile->policies_.push_back(std::move(p));
+  }
+  return std::shared_ptr<const Profile>(std::move(profile));
+}
+
+Status Profile::RunFilters(const model::PodInfo& pod, policy::NodeSpan nodes,
+                           policy::RequestState& state, FilterOutcome& out) const {
+  out.Clear();
+  for (const NamedFilter& f : filters_) {
+    Status s = f.hook->PreFilter(state, pod);
+    if (!s.ok()) {
+      return InternalError("policy " + std::string(f.policy) + ": prefilter: " + s.message());
+    }
+  }
+  out.passed.reserve(nodes.size());
+  for (uint32_t i = 0; i < nodes.size(); ++i) {
+    const model::NodeInfo& node = *nodes[i];
+    policy::Verdict verdict;
+    for (const NamedFilter& f : filters_) {
+      verdict = f.hook->Filter(state, pod, node);
+      if (!verdict.ok()) {
+        if (verdict.code == policy::Verdict::Code::kError) {
+          return InternalError("policy " + std::string(f.policy) + ": node " +
+                               std::string(node.name) + ": " + std::string(verdict.reason));
+        }
+        break;
+      }
+    }
+    switch (verdict.code) {
+      case policy::Verdict::Code::kSuccess:
+        out.passed.push_back(i);
+        break;
+      case policy::Verdict::Code::kUnschedulable:
+        out.failed.push_back({i, verdict.reason});
+        break;
+      case policy::Verdict::Code::kUnschedulableAndUnresolvable:
+      case policy::Verdict::Code::kError:  // unreachable: returned above
+        out.unresolvable.push_back({i, verdict.reason});
+        break;
+    }
+  }
+  return OkStatus();
+}
+
+Status Profile::RunScorers(const model::PodInfo& pod, policy::NodeSpan nodes,
+                           ScoreScratch& scratch, std::vector<int64_t>& out) const {
+  const size_t n = nodes.size();
+  out.assign(n, 0);
+  if (scorers_.empty() || n == 0) {
+    return OkStatus();
+  }
+  scratch.raw.resize(scorers_.size() * n);
+  // Pass 1 and 2 per scorer: raw scores into its own row, then normalise it.
+  for (size_t p = 0; p < scorers_.size(); ++p) {
+    const WeightedScorer& sc = scorers_[p];
+    Status s = sc.hook->PreScore(scratch.state, pod, nodes);
+    if (!s.ok()) {
+      return InternalError("policy " + std::string(sc.policy) + ": prescore: " + s.message());
+    }
+    std::span<int64_t> row(scratch.raw.data() + p * n, n);
+    for (size_t i = 0; i < n; ++i) {
+      row[i] = sc.hook->Score(scratch.state, pod, *nodes[i]);
+    }
+    sc.hook->Normalize(scratch.state, row);
+    for (size_t i = 0; i < n; ++i) {
+      if (row[i] < 0 || row[i] > policy::kMaxNodeScore) {
+        return InternalError("policy " + std::string(sc.policy) + ": normalized score " +
+                             std::to_string(row[i]) + " for node " + std::string(nodes[i]->name) +
+                             " is outside [0, 100]");
+      }
+    }
+  }
+  // Pass 3 per node: weighted mean onto [0, kMaxExtenderScore], rounded half up.
+  // Weights are <= 1000 per policy and scores <= 100, so no overflow is possible.
+  const int64_t denominator = policy::kMaxNodeScore * total_weight_;
+  for (size_t i = 0; i < n; ++i) {
+    int64_t total = 0;
+    for (size_t p = 0; p < scorers_.size(); ++p) {
+      total += scorers_[p].weight * scratch.raw[p * n + i];
+    }
+    out[i] = (total * kMaxExtenderScore * 2 + denominator) / (2 * denominator);
+  }
+  return OkStatus();
+}
+
+Status Profile::RunPreempt(const model::PodInfo& preemptor,
+                           std::span<const PreemptCandidate> candidates,
+                           policy::RequestState& state, std::vector<PreemptDecision>& out) const {
+  out.resize(candidates.size());
+  for (const NamedFilter& f : filters_) {
+    if (f.hook->EvictionCanHelp()) {
+      continue;
+    }
+    Status s = f.hook->PreFilter(state, preemptor);
+    if (!s.ok()) {
+      return InternalError("policy " + std::string(f.policy) + ": prefilter: " + s.message());
+    }
+  }
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    const PreemptCandidate& candidate = candidates[c];
+    PreemptDecision& decision = out[c];
+    decision.keep = true;
+    decision.needed.assign(candidate.victims.size(), 1);
+    if (candidate.node == nullptr) {
+      continue;
+    }
+    for (const NamedFilter& f : filters_) {
+      if (f.hook->EvictionCanHelp()) {
+        continue;
+      }
+      policy::Verdict verdict = f.hook->Filter(state, preemptor, *candidate.node);
+      if (verdict.code == policy::Verdict::Code::kError) {
+        return InternalError("policy " + std::string(f.policy) + ": node " +
+                             std::string(candidate.node->name) + ": " +
+                             std::string(verdict.reason));
+      }
+      if (!verdict.ok()) {
+        decision.keep = false;
+        break;
+      }
+    }
+    for (size_t h = 0; decision.keep && h < preempters_.size(); ++h) {
+      policy::Verdict verdict = preempters_[h].hook->SelectVictims(
+          state, preemptor, *candidate.node, candidate.victims, decision.needed);
+      if (verdict.code == policy::Verdict::Code::kError) {
+        return InternalError("policy " + std::string(preempters_[h].policy) + ": node " +
+                             std::string(candidate.node->name) + ": " +
+                             std::string(verdict.reason));
+      }
+      decision.keep = verdict.ok();
+    }
+    if (decision.keep &&
+        std::none_of(decision.needed.begin(), decision.needed.end(),
+                     [](uint8_t v) { return v != 0; })) {
+      decision.needed.assign(candidate.victims.size(), 1);
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace schedext::pipeline

@@ -1,1 +1,373 @@
-// placeholder: not yet written
+#include "schedext/server/service.h"
+
+#include <chrono>
+#include <string>
+
+#include <spdlog/spdlog.h>
+
+#include "schedext/wire/encoder.h"
+
+namespace schedext::server {
+namespace {
+
+// The reason given for names the node directory does not know.
+constexpr std::string_view kUnknownNode = "node(s) unknown to schedext";
+
+constexpr std::string_view kNoDirectory =
+    "node-cache mode (NodeNames) needs schedext's cluster cache, which is not running: "
+    "configure the extender with nodeCacheCapable: false, or give schedext cluster access";
+
+int HttpStatusFor(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument:
+      return 400;
+    case StatusCode::kUnavailable:
+      return 503;
+    default:
+      return 500;
+  }
+}
+
+}  // namespace
+
+ExtenderService::ExtenderService(std::vector<std::shared_ptr<const pipeline::Profile>> profiles,
+                                 size_t default_profile, const cluster::NodeDirectory* nodes,
+                                 cluster::PodBinder* binder, Metrics* metrics)
+    : profiles_(std::move(profiles)),
+      default_profile_(default_profile),
+      nodes_(nodes),
+      binder_(binder),
+      metrics_(metrics) {}
+
+int ExtenderService::FindProfile(std::string_view name) const {
+  if (name.empty()) {
+    return static_cast<int>(default_profile_);
+  }
+  for (size_t i = 0; i < profiles_.size(); ++i) {
+    if (profiles_[i]->name() == name) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+int ExtenderService::Handle(Verb verb, size_t profile_index, const wire::RequestBuffer& body,
+                            Scratch& scratch, std::string& out, RequestSummary& summary) const {
+  const auto start = std::chrono::steady_clock::now();
+  out.clear();
+  summary = RequestSummary{};
+  const pipeline::Profile& profile = *profiles_[profile_index];
+  int http_status = 500;
+  switch (verb) {
+    case Verb::kFilter:
+      http_status = Filter(profile, body, scratch, out, summary);
+      break;
+    case Verb::kPrioritize:
+      http_status = Prioritize(profile, body, scratch, out, summary);
+      break;
+    case Verb::kPreempt:
+      http_status = Preempt(profile, body, scratch, out, summary);
+      break;
+    case Verb::kBind:
+      http_status = Bind(body, scratch, out, summary);
+      break;
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  Outcome outcome = Outcome::kOk;
+  if (http_status == 400) {
+    outcome = Outcome::kBadRequest;
+  } else if (http_status != 200 || !summary.error.empty()) {
+    outcome = Outcome::kError;
+  }
+  if (metrics_ != nullptr) {
+    metrics_->RecordRequest(profile_index, verb, outcome, seconds, summary.nodes_in);
+    if (summary.failed + summary.unresolvable > 0) {
+      metrics_->RecordRejected(profile_index, summary.failed, summary.unresolvable);
+    }
+  }
+  if (outcome == Outcome::kOk) {
+    if (spdlog::should_log(spdlog::level::debug)) {
+      spdlog::debug("{} profile={} pod={}/{} nodes={} out={} status={} duration_us={}",
+                    VerbName(verb), profile.name(), summary.pod_namespace, summary.pod_name,
+                    summary.nodes_in, summary.nodes_out, http_status,
+                    static_cast<int64_t>(seconds * 1e6));
+    }
+  } else {
+    // The scheduler discards the body of a non-200 reply, so the log is the only
+    // place an operator can read why.
+    spdlog::warn("{} profile={} pod={}/{} nodes={} status={} duration_us={} error: {}",
+                 VerbName(verb), profile.name(), summary.pod_namespace, summary.pod_name,
+                 summary.nodes_in, http_status, static_cast<int64_t>(seconds * 1e6),
+                 summary.error);
+  }
+  return http_status;
+}
+
+Status ExtenderService::ResolveNodes(Scratch& s) const {
+  s.nodes.clear();
+  s.node_index.clear();
+  s.keep_alive.reset();
+  if (s.args.mode == wire::NodeMode::kFullNodes) {
+    for (uint32_t i = 0; i < s.args.nodes.size(); ++i) {
+      s.nodes.push_back(&s.args.nodes[i]);
+      s.node_index.push_back(i);
+    }
+    return OkStatus();
+  }
+  if (s.args.node_names.empty()) {
+    return OkStatus();
+  }
+  if (nodes_ == nullptr) {
+    return UnavailableError(std::string(kNoDirectory));
+  }
+  SCHEDEXT_RETURN_IF_ERROR(nodes_->Resolve(s.args.node_names, s.resolved, s.keep_alive));
+  for (uint32_t i = 0; i < s.resolved.size(); ++i) {
+    if (s.resolved[i] != nullptr) {
+      s.nodes.push_back(s.resolved[i]);
+      s.node_index.push_back(i);
+    }
+  }
+  return OkStatus();
+}
+
+int ExtenderService::Filter(const pipeline::Profile& profile, const wire::RequestBuffer& body,
+                            Scratch& s, std::string& out, RequestSummary& summary) const {
+  Status st = s.decoder.DecodeExtenderArgs(body, s.args);
+  if (!st.ok()) {
+    summary.error = st.message();
+    wire::AppendFilterError(summary.error, out);
+    return 400;
+  }
+  summary.pod_namespace = s.args.pod.namespace_name;
+  summary.pod_name = s.args.pod.name;
+  summary.nodes_in = s.args.node_names.size();
+  s.passing.clear();
+  s.failed.clear();
+  s.unresolvable.clear();
+  wire::FilterResultView result;
+  result.mode = s.args.mode;
+  if (summary.nodes_in == 0) {
+    wire::AppendFilterResult(result, out);
+    return 200;
+  }
+  if (!s.args.has_pod) {
+    summary.error = "decode ExtenderArgs: /Pod: missing or null, but nodes were sent";
+    wire::AppendFilterError(summary.error, out);
+    return 400;
+  }
+  st = ResolveNodes(s);
+  if (!st.ok()) {
+    // 200 with Error: the scheduler then fails this attempt and retries the pod
+    // with back-off, without preempting anything.
+    summary.error = "filter: " + st.message();
+    wire::AppendFilterError(summary.error, out);
+    return 200;
+  }
+  s.state.Clear();
+  st = profile.RunFilters(s.args.pod, s.nodes, s.state, s.filter);
+  if (!st.ok()) {
+    summary.error = "filter: " + st.message();
+    wire::AppendFilterError(summary.error, out);
+    return 200;
+  }
+  const bool full = s.args.mode == wire::NodeMode::kFullNodes;
+  for (uint32_t k : s.filter.passed) {
+    const uint32_t i = s.node_index[k];
+    s.passing.push_back(full ? s.args.nodes[i].raw_json : s.args.node_names[i]);
+  }
+  for (const auto& r : s.filter.failed) {
+    s.failed.push_back({s.args.node_names[s.node_index[r.node]], r.reason});
+  }
+  for (const auto& r : s.filter.unresolvable) {
+    s.unresolvable.push_back({s.args.node_names[s.node_index[r.node]], r.reason});
+  }
+  if (s.nodes.size() != s.args.node_names.size()) {
+    // Names the directory does not know: listed so that every input node is in
+    // exactly one of the three sets (their order among the unresolvable ones
+    // follows the request).
+    for (uint32_t i = 0; i < s.resolved.size(); ++i) {
+      if (s.resolved[i] == nullptr) {
+        s.unresolvable.push_back({s.args.node_names[i], kUnknownNode});
+      }
+    }
+  }
+  result.passing = s.passing;
+  result.failed = s.failed;
+  result.unresolvable = s.unresolvable;
+  wire::AppendFilterResult(result, out);
+  summary.nodes_out = s.passing.size();
+  summary.failed = s.failed.size();
+  summary.unresolvable = s.unresolvable.size();
+  return 200;
+}
+
+int ExtenderService::Prioritize(const pipeline::Profile& profile,
+                                const wire::RequestBuffer& body, Scratch& s, std::string& out,
+                                RequestSummary& summary) const {
+  Status st = s.decoder.DecodeExtenderArgs(body, s.args);
+  if (!st.ok()) {
+    summary.error = st.message();
+    wire::AppendErrorBody(summary.error, out);
+    return 400;
+  }
+  summary.pod_namespace = s.args.pod.namespace_name;
+  summary.pod_name = s.args.pod.name;
+  summary.nodes_in = s.args.node_names.size();
+  s.host_scores.clear();
+  if (summary.nodes_in == 0) {
+    wire::AppendHostPriorityList(s.host_scores, out);
+    return 200;
+  }
+  if (!s.args.has_pod) {
+    summary.error = "decode ExtenderArgs: /Pod: missing or null, but nodes were sent";
+    wire::AppendErrorBody(summary.error, out);
+    return 400;
+  }
+  st = ResolveNodes(s);
+  if (st.ok()) {
+    s.score.state.Clear();
+    st = profile.RunScorers(s.args.pod, s.nodes, s.score, s.scores);
+  }
+  if (!st.ok()) {
+    // The list has no error field; a non-200 makes the scheduler ignore our
+    // scores for this pod rather than trust zeros.
+    summary.error = "prioritize: " + st.message();
+    wire::AppendErrorBody(summary.error, out);
+    return HttpStatusFor(st) == 400 ? 500 : HttpStatusFor(st);
+  }
+  // One entry per input node, in input order; unknown names score 0.
+  s.host_scores.resize(s.args.node_names.size());
+  for (size_t i = 0; i < s.host_scores.size(); ++i) {
+    s.host_scores[i] = {s.args.node_names[i], 0};
+  }
+  for (size_t k = 0; k < s.nodes.size(); ++k) {
+    s.host_scores[s.node_index[k]].score = s.scores[k];
+  }
+  wire::AppendHostPriorityList(s.host_scores, out);
+  summary.nodes_out = s.nodes.size();
+  return 200;
+}
+
+int ExtenderService::Preempt(const pipeline::Profile& profile, const wire::RequestBuffer& body,
+                             Scratch& s, std::string& out, RequestSummary& summary) const {
+  Status st = s.decoder.DecodePreemptionArgs(body, s.preemption);
+  if (!st.ok()) {
+    summary.error = st.message();
+    wire::AppendErrorBody(summary.error, out);
+    return 400;
+  }
+  const auto candidates = s.preemption.candidates();
+  summary.pod_namespace = s.preemption.pod.namespace_name;
+  summary.pod_name = s.preemption.pod.name;
+  summary.nodes_in = candidates.size();
+  s.victims.clear();
+  if (candidates.empty()) {
+    wire::AppendPreemptionResult(s.victims, out);
+    return 200;
+  }
+  if (!s.preemption.has_pod) {
+    summary.error = "decode ExtenderPreemptionArgs: /Pod: missing or null";
+    wire::AppendErrorBody(summary.error, out);
+    return 400;
+  }
+  // Preemption args carry node names only, in both modes: the node objects come
+  // from the directory when there is one. Without it the candidates cannot be
+  // re-checked and pass unchanged.
+  s.resolved.assign(candidates.size(), nullptr);
+  s.keep_alive.reset();
+  if (nodes_ != nullptr) {
+    s.args.node_names.clear();
+    for (const wire::VictimsView& c : candidates) {
+      s.args.node_names.push_back(c.node);
+    }
+    st = nodes_->Resolve(s.args.node_names, s.resolved, s.keep_alive);
+    if (!st.ok()) {
+      summary.error = "preempt: " + st.message();
+      wire::AppendErrorBody(summary.error, out);
+      return HttpStatusFor(st) == 400 ? 500 : HttpStatusFor(st);
+    }
+  }
+  s.candidates.resize(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    s.candidates[i] = {s.resolved[i], candidates[i].pods};
+  }
+  s.state.Clear();
+  st = profile.RunPreempt(s.preemption.pod, s.candidates, s.state, s.decisions);
+  if (!st.ok()) {
+    summary.error = "preempt: " + st.message();
+    wire::AppendErrorBody(summary.error, out);
+    return 500;
+  }
+  // UIDs first (the entries hold spans into this vector, so it must not grow
+  // after they are taken).
+  s.uids.clear();
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (!s.decisions[i].keep) {
+      continue;
+    }
+    for (size_t v = 0; v < candidates[i].pods.size(); ++v) {
+      if (s.decisions[i].needed[v] != 0) {
+        s.uids.push_back(candidates[i].pods[v].uid);
+      }
+    }
+  }
+  size_t offset = 0;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (!s.decisions[i].keep) {
+      continue;
+    }
+    size_t count = 0;
+    for (uint8_t needed : s.decisions[i].needed) {
+      count += needed != 0 ? 1 : 0;
+    }
+    s.victims.push_back({candidates[i].node,
+                         std::span<const std::string_view>(s.uids.data() + offset, count),
+                         candidates[i].num_pdb_violations});
+    offset += count;
+  }
+  wire::AppendPreemptionResult(s.victims, out);
+  summary.nodes_out = s.victims.size();
+  return 200;
+}
+
+int ExtenderService::Bind(const wire::RequestBuffer& body, Scratch& s, std::string& out,
+                          RequestSummary& summary) const {
+  Status st = s.decoder.DecodeBindingArgs(body, s.binding);
+  if (!st.ok()) {
+    summary.error = st.message();
+    wire::AppendBindingResult(summary.error, out);
+    return 400;
+  }
+  const wire::BindingArgsView& b = s.binding;
+  summary.pod_namespace = b.pod_namespace;
+  summary.pod_name = b.pod_name;
+  summary.nodes_in = 1;
+  const char* missing = b.pod_name.empty()        ? "PodName"
+                        : b.pod_namespace.empty() ? "PodNamespace"
+                        : b.node.empty()          ? "Node"
+                                                  : nullptr;
+  if (missing != nullptr) {
+    summary.error = std::string("decode ExtenderBindingArgs: /") + missing + ": must be set";
+    wire::AppendBindingResult(summary.error, out);
+    return 400;
+  }
+  std::string prefix = "bind ";
+  prefix.append(b.pod_namespace).append("/").append(b.pod_name).append(" to ").append(b.node);
+  if (binder_ == nullptr) {
+    summary.error = prefix +
+                    ": schedext has no Kubernetes API connection, so it cannot create the "
+                    "Binding; remove bindVerb from the scheduler's extender config";
+  } else {
+    st = binder_->Bind({b.pod_namespace, b.pod_name, b.pod_uid, b.node});
+    if (!st.ok()) {
+      summary.error = prefix + ": " + st.message();
+    } else {
+      summary.nodes_out = 1;
+    }
+  }
+  wire::AppendBindingResult(summary.error, out);
+  return 200;
+}
+
+}  // namespace schedext::server

@@ -35,7 +35,10 @@ struct Scratch {
   wire::ExtenderArgsView args;
   wire::PreemptionArgsView preemption;
   wire::BindingArgsView binding;
+  // The request's known nodes and, per entry, its index in the request.
   std::vector<const model::NodeInfo*> nodes;
+  std::vector<uint32_t> node_index;
+  std::vector<const model::NodeInfo*> resolved;  // per request node; nullptr = unknown
   std::shared_ptr<const void> keep_alive;
   policy::RequestState state;
   pipeline::FilterOutcome filter;
@@ -55,6 +58,8 @@ struct Scratch {
 struct RequestSummary {
   size_t nodes_in = 0;
   size_t nodes_out = 0;  // passing nodes (filter), scored (prioritize), kept (preempt)
+  size_t failed = 0;        // filter: FailedNodes
+  size_t unresolvable = 0;  // filter: FailedAndUnresolvableNodes
   std::string_view pod_namespace;
   std::string_view pod_name;
   std::string error;  // empty when the request succeeded
@@ -88,7 +93,8 @@ class ExtenderService {
               std::string& out, RequestSummary& summary) const;
   int Bind(const wire::RequestBuffer& body, Scratch& s, std::string& out,
            RequestSummary& summary) const;
-  // Fills s.nodes for the decoded ExtenderArgs (full objects or resolved names).
+  // Fills s.nodes / s.node_index for the decoded ExtenderArgs: the request's
+  // node objects, or the directory's nodes for names (unknown names left out).
   Status ResolveNodes(Scratch& s) const;
 
   std::vector<std::shared_ptr<const pipeline::Profile>> profiles_;
