@@ -1,1 +1,337 @@
-// placeholder: not yet written
+#include "schedext/pipeline/profile.h"
+
+#include <atomic>
+#include <charconv>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace schedext::pipeline {
+namespace {
+
+using model::NodeInfo;
+using model::PodInfo;
+using policy::Verdict;
+
+// Test policies, configured through args:
+//   Reject   {label, code: "unschedulable"|"unresolvable"|"error", eviction: bool}
+//            rejects nodes that carry `label`.
+//   Label    {label} scores a node with the integer value of `label` (0 when absent);
+//            Normalize leaves the scores as they are (clamps into [0, 100]).
+//   Raw      {value} scores every node `value` and does not normalise it.
+//   Trim     {keep: n} keeps the first n victims; drops nodes labelled "trim-drop".
+//   Nothing  no hooks at all.
+class TestPolicy final : public policy::Policy,
+                         public policy::FilterHook,
+                         public policy::ScoreHook,
+                         public policy::PreemptHook {
+ public:
+  TestPolicy(std::string kind, const nlohmann::json& args)
+      : kind_(std::move(kind)),
+        label_(args.value("label", "")),
+        code_(args.value("code", "unschedulable")),
+        eviction_(args.value("eviction", false)),
+        value_(args.value("value", int64_t{0})),
+        keep_(args.value("keep", size_t{1})) {}
+
+  std::string_view Name() const override { return kind_; }
+  const FilterHook* AsFilter() const override { return kind_ == "Reject" ? this : nullptr; }
+  const ScoreHook* AsScorer() const override {
+    return kind_ == "Label" || kind_ == "Raw" ? this : nullptr;
+  }
+  const PreemptHook* AsPreempter() const override { return kind_ == "Trim" ? this : nullptr; }
+
+  Verdict Filter(const policy::RequestState&, const PodInfo&,
+                 const NodeInfo& node) const override {
+    ++filter_calls;
+    if (!node.labels.Contains(label_)) {
+      return Verdict::Success();
+    }
+    if (code_ == "error") {
+      return Verdict::Error("boom");
+    }
+    return code_ == "unresolvable" ? Verdict::Unresolvable("has label")
+                                   : Verdict::Unschedulable("has label");
+  }
+  bool EvictionCanHelp() const override { return eviction_; }
+
+  int64_t Score(const policy::RequestState&, const PodInfo&,
+                const NodeInfo& node) const override {
+    if (kind_ == "Raw") {
+      return value_;
+    }
+    int64_t v = 0;
+    if (auto text = node.labels.Find(label_)) {
+      std::from_chars(text->data(), text->data() + text->size(), v);
+    }
+    return v;
+  }
+  void Normalize(const policy::RequestState& state, std::span<int64_t> scores) const override {
+    if (kind_ == "Label") {
+      ScoreHook::Normalize(state, scores);
+    }
+  }
+
+  Verdict SelectVictims(const policy::RequestState&, const PodInfo&, const NodeInfo& node,
+                        std::span<const PodInfo> victims,
+                        std::span<uint8_t> needed) const override {
+    if (node.labels.Contains("trim-drop")) {
+      return Verdict::Unschedulable("cannot help");
+    }
+    for (size_t i = keep_; i < victims.size(); ++i) {
+      needed[i] = 0;
+    }
+    return Verdict::Success();
+  }
+
+  mutable std::atomic<int> filter_calls{0};
+
+ private:
+  std::string kind_;
+  std::string label_;
+  std::string code_;
+  bool eviction_;
+  int64_t value_;
+  size_t keep_;
+};
+
+policy::Registry TestRegistry() {
+  policy::Registry registry;
+  for (const char* kind : {"Reject", "Reject2", "Label", "Raw", "Trim", "Nothing"}) {
+    std::string k = kind;
+    std::string real = k == "Reject2" ? "Reject" : k;
+    EXPECT_TRUE(registry
+                    .Register(k,
+                              [real](const nlohmann::json& args, const policy::PolicyContext&)
+                                  -> StatusOr<std::unique_ptr<policy::Policy>> {
+                                return std::unique_ptr<policy::Policy>(
+                                    new TestPolicy(real, args));
+                              })
+                    .ok());
+  }
+  return registry;
+}
+
+config::PolicyConfig P(std::string name, int64_t weight, nlohmann::json args) {
+  config::PolicyConfig pc;
+  pc.name = std::move(name);
+  pc.weight = weight;
+  pc.args = std::make_shared<const nlohmann::json>(std::move(args));
+  return pc;
+}
+
+std::shared_ptr<const Profile> MustBuild(std::vector<config::PolicyConfig> policies) {
+  config::ProfileConfig pc;
+  pc.name = "test";
+  pc.policies = std::move(policies);
+  auto built = Profile::Build(pc, TestRegistry(), "profiles[0]");
+  EXPECT_TRUE(built.ok()) << built.status().ToString();
+  return built.ok() ? *built : nullptr;
+}
+
+NodeInfo Node(std::string_view name, std::vector<std::pair<std::string_view, std::string_view>>
+                                         labels = {}) {
+  NodeInfo n;
+  n.name = name;
+  for (auto [k, v] : labels) {
+    n.labels.Set(k, v);
+  }
+  return n;
+}
+
+std::vector<const NodeInfo*> Ptrs(const std::vector<NodeInfo>& nodes) {
+  std::vector<const NodeInfo*> out;
+  for (const NodeInfo& n : nodes) {
+    out.push_back(&n);
+  }
+  return out;
+}
+
+TEST(ProfileBuildTest, RejectsInvalidProfiles) {
+  struct Case {
+    std::string name;
+    std::vector<config::PolicyConfig> policies;
+    std::string want;
+  };
+  const std::vector<Case> cases = {
+      {"no policies", {}, "profiles[0].policies: at least one policy is required"},
+      {"unknown policy",
+       {P("Reject", 1, {{"label", "x"}}), P("Rejekt", 1, {})},
+       "profiles[0].policies[1]: unknown policy"},
+      {"zero weight", {P("Label", 0, {})}, "profiles[0].policies[0].weight: must be a positive"},
+      {"duplicate", {P("Label", 1, {}), P("Label", 2, {})}, "appears twice"},
+      {"no hooks", {P("Nothing", 1, {})}, "profiles[0].policies[0]: policy \"Nothing\" has"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    config::ProfileConfig pc;
+    pc.name = "test";
+    pc.policies = c.policies;
+    auto built = Profile::Build(pc, TestRegistry(), "profiles[0]");
+    ASSERT_FALSE(built.ok());
+    EXPECT_EQ(built.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(built.status().message().find(c.want), std::string::npos)
+        << built.status().message();
+  }
+}
+
+TEST(ProfileFilterTest, PartitionsEveryNodeAndStopsAtTheFirstRejection) {
+  auto profile = MustBuild({P("Reject", 1, {{"label", "a"}, {"code", "unschedulable"}}),
+                            P("Reject2", 1, {{"label", "b"}, {"code", "unresolvable"}})});
+  ASSERT_NE(profile, nullptr);
+  const std::vector<NodeInfo> nodes = {Node("n0"), Node("n1", {{"a", "1"}}),
+                                       Node("n2", {{"b", "1"}}), Node("n3", {{"a", "1"}, {"b", "1"}}),
+                                       Node("n4")};
+  auto ptrs = Ptrs(nodes);
+  PodInfo pod;
+  policy::RequestState state;
+  FilterOutcome out;
+  ASSERT_TRUE(profile->RunFilters(pod, ptrs, state, out).ok());
+  EXPECT_EQ(out.passed, (std::vector<uint32_t>{0, 4}));
+  ASSERT_EQ(out.failed.size(), 2u);
+  EXPECT_EQ(out.failed[0].node, 1u);
+  // n3 carries both labels: the first filter rejects it and the second never runs.
+  EXPECT_EQ(out.failed[1].node, 3u);
+  EXPECT_EQ(out.failed[1].reason, "has label");
+  ASSERT_EQ(out.unresolvable.size(), 1u);
+  EXPECT_EQ(out.unresolvable[0].node, 2u);
+  const auto* second = dynamic_cast<const TestPolicy*>(profile->policies()[1].get());
+  EXPECT_EQ(second->filter_calls.load(), 3);  // n0, n2, n4
+}
+
+TEST(ProfileFilterTest, ErrorVerdictFailsTheRequest) {
+  auto profile = MustBuild({P("Reject", 1, {{"label", "a"}, {"code", "error"}})});
+  ASSERT_NE(profile, nullptr);
+  const std::vector<NodeInfo> nodes = {Node("n0"), Node("bad", {{"a", "1"}})};
+  auto ptrs = Ptrs(nodes);
+  PodInfo pod;
+  policy::RequestState state;
+  FilterOutcome out;
+  Status s = profile->RunFilters(pod, ptrs, state, out);
+  EXPECT_EQ(s.code(), StatusCode::kInternal);
+  EXPECT_EQ(s.message(), "policy Reject: node bad: boom");
+}
+
+TEST(ProfileScoreTest, WeightsNormalisedScoresIntoZeroToTen) {
+  struct Case {
+    std::string name;
+    int64_t w1, s1, w2, s2, want;
+  };
+  const std::vector<Case> cases = {
+      // (2×80 + 1×50) × 10 / (100 × 3) = 2100 / 300 = 7
+      {"architecture example", 2, 80, 1, 50, 7},
+      // (1×100 + 1×100) × 10 / 200 = 10
+      {"both maximal", 1, 100, 1, 100, 10},
+      {"both zero", 1, 0, 1, 0, 0},
+      // (1×5 + 1×0) × 10 / 200 = 0.25 → 0
+      {"rounds down below half", 1, 5, 1, 0, 0},
+      // (1×10 + 1×0) × 10 / 200 = 0.5 → 1 (half rounds up)
+      {"rounds half up", 1, 10, 1, 0, 1},
+      // (3×33 + 1×100) × 10 / 400 = 4.975 → 5
+      {"rounds to nearest", 3, 33, 1, 100, 5},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto profile = MustBuild({P("Label", c.w1, {{"label", "x"}}), P("Raw", c.w2, {{"value", c.s2}})});
+    ASSERT_NE(profile, nullptr);
+    const std::string value = std::to_string(c.s1);
+    const std::vector<NodeInfo> nodes = {Node("n0", {{"x", value}})};
+    auto ptrs = Ptrs(nodes);
+    PodInfo pod;
+    ScoreScratch scratch;
+    std::vector<int64_t> out;
+    ASSERT_TRUE(profile->RunScorers(pod, ptrs, scratch, out).ok());
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0], c.want);
+  }
+}
+
+TEST(ProfileScoreTest, ScoresEveryNodeInRequestOrder) {
+  auto profile = MustBuild({P("Label", 1, {{"label", "x"}})});
+  ASSERT_NE(profile, nullptr);
+  // Raw 100, 250 (clamped to 100 by the default Normalize), absent (0), 40.
+  const std::vector<NodeInfo> nodes = {Node("a", {{"x", "100"}}), Node("b", {{"x", "250"}}),
+                                       Node("c"), Node("d", {{"x", "40"}})};
+  auto ptrs = Ptrs(nodes);
+  PodInfo pod;
+  ScoreScratch scratch;
+  std::vector<int64_t> out;
+  ASSERT_TRUE(profile->RunScorers(pod, ptrs, scratch, out).ok());
+  EXPECT_EQ(out, (std::vector<int64_t>{10, 10, 0, 4}));
+}
+
+TEST(ProfileScoreTest, WithoutScorersEveryNodeScoresZero) {
+  auto profile = MustBuild({P("Reject", 1, {{"label", "a"}})});
+  ASSERT_NE(profile, nullptr);
+  const std::vector<NodeInfo> nodes = {Node("a"), Node("b")};
+  auto ptrs = Ptrs(nodes);
+  PodInfo pod;
+  ScoreScratch scratch;
+  std::vector<int64_t> out = {7, 7, 7};
+  ASSERT_TRUE(profile->RunScorers(pod, ptrs, scratch, out).ok());
+  EXPECT_EQ(out, (std::vector<int64_t>{0, 0}));
+}
+
+TEST(ProfileScoreTest, OutOfRangeNormalisedScoreIsAnInternalError) {
+  auto profile = MustBuild({P("Raw", 1, {{"value", 101}})});
+  ASSERT_NE(profile, nullptr);
+  const std::vector<NodeInfo> nodes = {Node("a")};
+  auto ptrs = Ptrs(nodes);
+  PodInfo pod;
+  ScoreScratch scratch;
+  std::vector<int64_t> out;
+  Status s = profile->RunScorers(pod, ptrs, scratch, out);
+  EXPECT_EQ(s.code(), StatusCode::kInternal);
+  EXPECT_NE(s.message().find("policy Raw: normalized score 101 for node a"), std::string::npos);
+}
+
+TEST(ProfilePreemptTest, RechecksNodesAndTrimsVictims) {
+  auto profile = MustBuild({P("Reject", 1, {{"label", "tainted"}}),
+                            P("Reject2", 1, {{"label", "full"}, {"eviction", true}}),
+                            P("Trim", 1, {{"keep", 1}})});
+  ASSERT_NE(profile, nullptr);
+  const NodeInfo tainted = Node("tainted", {{"tainted", "1"}});
+  const NodeInfo full = Node("full", {{"full", "1"}});
+  const NodeInfo dropped = Node("dropped", {{"trim-drop", "1"}});
+  std::vector<PodInfo> victims(2);
+  victims[0].uid = "v0";
+  victims[1].uid = "v1";
+  const std::vector<PreemptCandidate> candidates = {
+      {&tainted, victims},  // a filter eviction cannot help rejects it: dropped
+      {&full, victims},     // only the eviction-helpable filter rejects it: kept, trimmed
+      {&dropped, victims},  // the preempt hook drops it
+      {nullptr, victims},   // unknown to schedext: passed through unchanged
+  };
+  PodInfo preemptor;
+  policy::RequestState state;
+  std::vector<PreemptDecision> out;
+  ASSERT_TRUE(profile->RunPreempt(preemptor, candidates, state, out).ok());
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_FALSE(out[0].keep);
+  EXPECT_TRUE(out[1].keep);
+  EXPECT_EQ(out[1].needed, (std::vector<uint8_t>{1, 0}));
+  EXPECT_FALSE(out[2].keep);
+  EXPECT_TRUE(out[3].keep);
+  EXPECT_EQ(out[3].needed, (std::vector<uint8_t>{1, 1}));
+}
+
+TEST(ProfilePreemptTest, AHookThatClearsEveryVictimLeavesTheListUnchanged) {
+  auto profile = MustBuild({P("Trim", 1, {{"keep", 0}})});
+  ASSERT_NE(profile, nullptr);
+  const NodeInfo node = Node("n");
+  std::vector<PodInfo> victims(3);
+  const std::vector<PreemptCandidate> candidates = {{&node, victims}};
+  PodInfo preemptor;
+  policy::RequestState state;
+  std::vector<PreemptDecision> out;
+  ASSERT_TRUE(profile->RunPreempt(preemptor, candidates, state, out).ok());
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(out[0].keep);
+  EXPECT_EQ(out[0].needed, (std::vector<uint8_t>{1, 1, 1}));
+}
+
+}  // namespace
+}  // namespace schedext::pipeline

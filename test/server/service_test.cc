@@ -1,1 +1,475 @@
-// placeholder: not yet written
+// ExtenderService without sockets: real request bodies recorded from
+// kube-scheduler v1.26.7, real built-in policies, exact replies.
+#include "schedext/server/service.h"
+
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "schedext/config/config.h"
+#include "schedext/policy/registry.h"
+
+namespace schedext::server {
+namespace {
+
+using nlohmann::json;
+
+std::string ReadFixture(std::string_view mode, std::string_view name) {
+  const std::string path = std::string(SCHEDEXT_TESTDATA_DIR) + "/kube-scheduler-1.26/" +
+                           std::string(mode) + "/" + std::string(name) + ".json";
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << path;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+std::string Full(std::string_view name) { return ReadFixture("nodecache-false", name); }
+std::string Names(std::string_view name) { return ReadFixture("nodecache-true", name); }
+
+// Splits the text of a JSON array's elements at top-level commas.
+std::vector<std::string_view> SplitArrayElements(std::string_view array_body) {
+  std::vector<std::string_view> out;
+  int depth = 0;
+  bool in_string = false;
+  size_t start = 0;
+  for (size_t i = 0; i < array_body.size(); ++i) {
+    const char c = array_body[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    } else if (c == ',' && depth == 0) {
+      out.push_back(array_body.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  if (start < array_body.size()) {
+    out.push_back(array_body.substr(start));
+  }
+  return out;
+}
+
+// The exact bytes of each element of "items":[...] in a body.
+std::vector<std::string_view> ItemSpans(std::string_view body) {
+  const size_t open = body.find("\"items\":[");
+  if (open == std::string_view::npos) {
+    return {};
+  }
+  const size_t begin = open + 9;
+  int depth = 1;
+  bool in_string = false;
+  size_t i = begin;
+  for (; i < body.size() && depth > 0; ++i) {
+    const char c = body[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      ++depth;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return SplitArrayElements(body.substr(begin, i - 1 - begin));
+}
+
+// A node directory over node objects decoded from a full-mode body.
+class FakeDirectory final : public cluster::NodeDirectory {
+ public:
+  explicit FakeDirectory(const std::string& full_body)
+      : buffer_(wire::RequestBuffer::CopyOf(full_body)) {
+    Status s = decoder_.DecodeExtenderArgs(buffer_, args_);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  }
+  Status Resolve(std::span<const std::string_view> names, std::vector<const model::NodeInfo*>& out,
+                 std::shared_ptr<const void>& keep_alive) const override {
+    if (!synced) {
+      return UnavailableError("node cache not synced");
+    }
+    keep_alive.reset();
+    out.assign(names.size(), nullptr);
+    for (size_t i = 0; i < names.size(); ++i) {
+      for (const model::NodeInfo& n : args_.nodes) {
+        if (n.name == names[i]) {
+          out[i] = &n;
+        }
+      }
+    }
+    return OkStatus();
+  }
+  bool synced = true;
+
+ private:
+  wire::RequestBuffer buffer_;
+  wire::RequestDecoder decoder_;
+  wire::ExtenderArgsView args_;
+};
+
+class FakeBinder final : public cluster::PodBinder {
+ public:
+  Status Bind(const cluster::BindRequest& r) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    calls.push_back(std::string(r.pod_namespace) + "/" + std::string(r.pod_name) + "/" +
+                    std::string(r.pod_uid) + "->" + std::string(r.node));
+    return answer;
+  }
+  std::vector<std::string> calls;
+  Status answer;
+
+ private:
+  std::mutex mu_;
+};
+
+constexpr std::string_view kConfig = R"(
+profiles:
+  - name: default
+    policies:
+      - name: NodeHealth
+      - name: TaintToleration
+  - name: no-gpu
+    policies:
+      - name: NodeLabel
+        args:
+          forbidden:
+            - matchLabels:
+                example.com/gpu.present: "true"
+  - name: zone-a
+    policies:
+      - name: NodeLabel
+        args:
+          preferred:
+            - weight: 1
+              matchLabels:
+                topology.kubernetes.io/zone: zone-a
+)";
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Make(nullptr, nullptr); }
+
+  void Make(const cluster::NodeDirectory* directory, cluster::PodBinder* binder) {
+    auto config = config::LoadConfigText(kConfig, "test");
+    ASSERT_TRUE(config.ok()) << config.status().ToString();
+    policy::Registry registry;
+    ASSERT_TRUE(policy::RegisterBuiltinPolicies(registry).ok());
+    std::vector<std::shared_ptr<const pipeline::Profile>> profiles;
+    std::vector<std::string> names;
+    for (size_t i = 0; i < config->profiles.size(); ++i) {
+      auto p = pipeline::Profile::Build(config->profiles[i], registry, "profiles");
+      ASSERT_TRUE(p.ok()) << p.status().ToString();
+      profiles.push_back(*p);
+      names.push_back(config->profiles[i].name);
+    }
+    metrics_ = std::make_unique<Metrics>(names);
+    service_ = std::make_unique<ExtenderService>(profiles, 0, directory, binder, metrics_.get());
+  }
+
+  int Call(Verb verb, std::string_view profile, const std::string& body) {
+    const int index = service_->FindProfile(profile);
+    EXPECT_GE(index, 0) << profile;
+    wire::RequestBuffer buffer = wire::RequestBuffer::CopyOf(body);
+    return service_->Handle(verb, static_cast<size_t>(index), buffer, scratch_, out_, summary_);
+  }
+
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<ExtenderService> service_;
+  Scratch scratch_;
+  std::string out_;
+  RequestSummary summary_;
+};
+
+TEST_F(ServiceTest, FullModeFilterEchoesPassingNodesByteForByte) {
+  const std::string body = Full("filter-3");  // node-agent-1 tolerates everything; 5 nodes
+  ASSERT_EQ(Call(Verb::kFilter, "no-gpu", body), 200);
+  const json reply = json::parse(out_);
+  EXPECT_TRUE(reply["NodeNames"].is_null());
+  EXPECT_EQ(reply["Error"], "");
+  EXPECT_EQ(reply["FailedNodes"], json::object());
+  EXPECT_EQ(reply["FailedAndUnresolvableNodes"],
+            (json{{"lab-gpu-2", "node(s) had forbidden labels"},
+                  {"lab-gpu-1", "node(s) had forbidden labels"}}));
+  // The passing items are the request's own bytes, in request order.
+  const std::vector<std::string_view> in = ItemSpans(body);
+  ASSERT_EQ(in.size(), 5u);
+  const std::vector<std::string_view> echoed = ItemSpans(out_);
+  ASSERT_EQ(echoed.size(), 3u);
+  EXPECT_EQ(echoed[0], in[0]);  // lab-cp-1
+  EXPECT_EQ(echoed[1], in[1]);  // lab-cpu-2
+  EXPECT_EQ(echoed[2], in[2]);  // lab-cpu-1
+  EXPECT_EQ(summary_.nodes_in, 5u);
+  EXPECT_EQ(summary_.nodes_out, 3u);
+}
+
+TEST_F(ServiceTest, UntoleratedTaintsAreUnresolvable) {
+  // web-1 tolerates only the default NoExecute taints; the GPU nodes of
+  // filter-2 carry example.com/gpu=present:NoSchedule.
+  json body = json::parse(Full("filter-2"));
+  body["Pod"] = json::parse(Full("filter-1"))["Pod"];
+  ASSERT_EQ(Call(Verb::kFilter, "", body.dump()), 200);
+  const json reply = json::parse(out_);
+  EXPECT_EQ(reply["Nodes"]["items"], json::array());
+  EXPECT_EQ(reply["FailedAndUnresolvableNodes"],
+            (json{{"lab-gpu-2", "node(s) had untolerated taint"},
+                  {"lab-gpu-1", "node(s) had untolerated taint"}}));
+}
+
+TEST_F(ServiceTest, NodeHealthRejectsUnschedulableAndNotReadyNodes) {
+  json body = json::parse(Full("filter-3"));
+  body["Nodes"]["items"][1]["spec"]["unschedulable"] = true;  // lab-cpu-2
+  for (json& c : body["Nodes"]["items"][2]["status"]["conditions"]) {  // lab-cpu-1
+    if (c["type"] == "Ready") {
+      c["status"] = "Unknown";
+    }
+  }
+  ASSERT_EQ(Call(Verb::kFilter, "default", body.dump()), 200);
+  const json reply = json::parse(out_);
+  std::vector<std::string> passed;
+  for (const json& n : reply["Nodes"]["items"]) {
+    passed.push_back(n["metadata"]["name"]);
+  }
+  EXPECT_EQ(passed, (std::vector<std::string>{"lab-cp-1", "lab-gpu-2", "lab-gpu-1"}));
+  EXPECT_EQ(reply["FailedAndUnresolvableNodes"],
+            (json{{"lab-cpu-2", "node(s) were unschedulable"},
+                  {"lab-cpu-1", "node(s) were not ready"}}));
+}
+
+TEST_F(ServiceTest, NodeCacheModeWithoutDirectoryAnswersAnError) {
+  ASSERT_EQ(Call(Verb::kFilter, "", Names("filter-1")), 200);
+  const json reply = json::parse(out_);
+  EXPECT_TRUE(reply["NodeNames"].is_null());
+  EXPECT_NE(reply["Error"].get<std::string>().find("node-cache mode (NodeNames) needs"),
+            std::string::npos);
+  EXPECT_EQ(Call(Verb::kPrioritize, "", Names("prioritize-1")), 503);
+  EXPECT_NE(json::parse(out_)["Error"].get<std::string>().find("node-cache mode"),
+            std::string::npos);
+}
+
+TEST_F(ServiceTest, NodeCacheModeResolvesNamesThroughTheDirectory) {
+  FakeDirectory directory(Full("filter-3"));
+  Make(&directory, nullptr);
+  json body = json::parse(Names("filter-3"));
+  body["NodeNames"].push_back("ghost-node");
+  ASSERT_EQ(Call(Verb::kFilter, "no-gpu", body.dump()), 200);
+  EXPECT_EQ(out_,
+            R"({"Nodes":null,"NodeNames":["lab-cp-1","lab-cpu-2","lab-cpu-1"],"FailedNodes":{},)"
+            R"("FailedAndUnresolvableNodes":{"lab-gpu-2":"node(s) had forbidden labels",)"
+            R"("lab-gpu-1":"node(s) had forbidden labels","ghost-node":"node(s) unknown to )"
+            R"(schedext"},"Error":""})");
+
+  directory.synced = false;
+  ASSERT_EQ(Call(Verb::kFilter, "no-gpu", body.dump()), 200);
+  EXPECT_EQ(json::parse(out_)["Error"], "filter: node cache not synced");
+}
+
+TEST_F(ServiceTest, PrioritizeAnswersOneScorePerNodeInRequestOrder) {
+  // zone-a: lab-cpu-1 and lab-gpu-1 match the preferred term (weight 1):
+  // normalised 100 → 100 × 1 × 10 / (100 × 1) = 10; the others 0.
+  ASSERT_EQ(Call(Verb::kPrioritize, "zone-a", Full("prioritize-4")), 200);
+  EXPECT_EQ(out_,
+            R"([{"Host":"lab-cpu-2","Score":0},{"Host":"lab-cpu-1","Score":10},)"
+            R"({"Host":"lab-gpu-2","Score":0},{"Host":"lab-gpu-1","Score":10}])");
+  FakeDirectory directory(Full("filter-3"));
+  Make(&directory, nullptr);
+  ASSERT_EQ(Call(Verb::kPrioritize, "zone-a", Names("prioritize-4")), 200);
+  EXPECT_EQ(out_,
+            R"([{"Host":"lab-cpu-2","Score":0},{"Host":"lab-cpu-1","Score":10},)"
+            R"({"Host":"lab-gpu-2","Score":0},{"Host":"lab-gpu-1","Score":10}])");
+}
+
+TEST_F(ServiceTest, PreemptConvertsVictimsToUidsInBothModes) {
+  ASSERT_EQ(Call(Verb::kPreempt, "", Full("preempt-1")), 200);
+  EXPECT_EQ(out_,
+            R"({"NodeNameToMetaVictims":{"lab-gpu-1":{"Pods":[)"
+            R"({"UID":"059f94d6-5b7c-43af-b2d5-cb8dc63a4795"},)"
+            R"({"UID":"47aae8a6-0931-4dbb-8914-6c443594944a"}],"NumPDBViolations":0},)"
+            R"("lab-gpu-2":{"Pods":[{"UID":"548821ce-7ebf-4bef-80b9-10c84e1426f9"},)"
+            R"({"UID":"0275e407-d43a-49f9-b228-abf8d33bed33"}],"NumPDBViolations":0}}})");
+  ASSERT_EQ(Call(Verb::kPreempt, "", Names("preempt-1")), 200);
+  EXPECT_EQ(out_,
+            R"({"NodeNameToMetaVictims":{"lab-gpu-1":{"Pods":[)"
+            R"({"UID":"3c7a2d30-8deb-436b-99ca-8482a81e1c88"},)"
+            R"({"UID":"c8b1645f-3a0a-433a-9b56-4a73ed848520"}],"NumPDBViolations":0},)"
+            R"("lab-gpu-2":{"Pods":[{"UID":"015cd984-5d5f-47d3-85b0-3d2e449d5dc6"},)"
+            R"({"UID":"917b3a4e-d9dc-4b54-b02c-6194915b32ad"}],"NumPDBViolations":0}}})");
+}
+
+TEST_F(ServiceTest, PreemptDropsNodesWherePreemptorCannotRunAnyway) {
+  json nodes = json::parse(Full("filter-3"));
+  nodes["Nodes"]["items"][4]["spec"]["unschedulable"] = true;  // lab-gpu-1
+  FakeDirectory directory(nodes.dump());
+  Make(&directory, nullptr);
+  ASSERT_EQ(Call(Verb::kPreempt, "default", Names("preempt-1")), 200);
+  const json reply = json::parse(out_);
+  ASSERT_EQ(reply["NodeNameToMetaVictims"].size(), 1u);
+  EXPECT_EQ(reply["NodeNameToMetaVictims"]["lab-gpu-2"]["Pods"].size(), 2u);
+  EXPECT_EQ(summary_.nodes_out, 1u);
+}
+
+TEST_F(ServiceTest, EmptyPreemptionMapAnswersAnEmptyMap) {
+  ASSERT_EQ(Call(Verb::kPreempt, "", R"({"Pod":null,"NodeNameToVictims":{},"NodeNameToMetaVictims":null})"),
+            200);
+  EXPECT_EQ(out_, R"({"NodeNameToMetaVictims":{}})");
+}
+
+TEST_F(ServiceTest, BindWithoutApiConnectionAnswersAClearError) {
+  ASSERT_EQ(Call(Verb::kBind, "", Full("bind-1")), 200);
+  const json reply = json::parse(out_);
+  EXPECT_EQ(reply.size(), 1u);
+  EXPECT_EQ(reply["Error"].get<std::string>().rfind(
+                "bind default/web-1 to lab-cpu-2: schedext has no Kubernetes API connection", 0),
+            0u)
+      << out_;
+}
+
+TEST_F(ServiceTest, BindCallsTheBinderAndReportsItsAnswer) {
+  FakeBinder binder;
+  Make(nullptr, &binder);
+  ASSERT_EQ(Call(Verb::kBind, "", Full("bind-1")), 200);
+  EXPECT_EQ(out_, R"({"Error":""})");
+  ASSERT_EQ(binder.calls.size(), 1u);
+  EXPECT_EQ(binder.calls[0], "default/web-1/17af1d97-065f-4f25-a5a4-9179a9a3c158->lab-cpu-2");
+
+  binder.answer = FailedPreconditionError("409 Conflict: pod web-1 is already assigned to node x");
+  ASSERT_EQ(Call(Verb::kBind, "", Full("bind-1")), 200);
+  EXPECT_EQ(out_,
+            R"({"Error":"bind default/web-1 to lab-cpu-2: 409 Conflict: pod web-1 is already )"
+            R"(assigned to node x"})");
+}
+
+TEST_F(ServiceTest, EmptyNodeListsSucceedWithEmptyReplies) {
+  const std::string names = R"({"Pod":{"metadata":{"name":"p"}},"Nodes":null,"NodeNames":[]})";
+  ASSERT_EQ(Call(Verb::kFilter, "", names), 200);
+  EXPECT_EQ(out_,
+            R"({"Nodes":null,"NodeNames":[],"FailedNodes":{},"FailedAndUnresolvableNodes":{},)"
+            R"("Error":""})");
+  const std::string full =
+      R"({"Pod":{"metadata":{"name":"p"}},"Nodes":{"metadata":{},"items":[]},"NodeNames":null})";
+  ASSERT_EQ(Call(Verb::kFilter, "", full), 200);
+  EXPECT_EQ(out_,
+            R"({"Nodes":{"metadata":{},"items":[]},"NodeNames":null,"FailedNodes":{},)"
+            R"("FailedAndUnresolvableNodes":{},"Error":""})");
+  ASSERT_EQ(Call(Verb::kPrioritize, "", full), 200);
+  EXPECT_EQ(out_, "[]");
+}
+
+TEST_F(ServiceTest, BadRequestsAnswer400AndTheServiceKeepsWorking) {
+  struct Case {
+    std::string name;
+    Verb verb;
+    std::string body;
+  };
+  const std::vector<Case> cases = {
+      {"empty body", Verb::kFilter, ""},
+      {"not json", Verb::kFilter, "hello"},
+      {"truncated", Verb::kFilter, Full("filter-3").substr(0, 3000)},
+      {"wrong type", Verb::kPrioritize, R"({"Pod":[],"Nodes":null,"NodeNames":["a"]})"},
+      {"names not a list", Verb::kFilter, R"({"Pod":{},"Nodes":null,"NodeNames":"a"})"},
+      {"nodes without pod", Verb::kFilter, R"({"Pod":null,"Nodes":null,"NodeNames":["a"]})"},
+      {"deep nesting", Verb::kFilter, "{\"x\":" + std::string(100000, '[')},
+      {"bad quantity", Verb::kFilter,
+       R"({"Pod":{"spec":{"containers":[{"resources":{"requests":{"cpu":"5x"}}}]}},)"
+       R"("Nodes":{"items":[{"metadata":{"name":"n"}}]},"NodeNames":null})"},
+      {"preempt garbage", Verb::kPreempt, "[1,2"},
+      {"bind wrong type", Verb::kBind, R"({"PodName":1})"},
+      {"bind missing node", Verb::kBind, R"({"PodName":"a","PodNamespace":"b","PodUID":"c"})"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(Call(c.verb, "", c.body), 400);
+    const json reply = json::parse(out_, nullptr, false);
+    ASSERT_FALSE(reply.is_discarded()) << out_;
+    EXPECT_FALSE(reply["Error"].get<std::string>().empty());
+  }
+  const json bad_quantity = json::parse(
+      (Call(Verb::kFilter, "", cases[7].body), out_));
+  EXPECT_NE(bad_quantity["Error"].get<std::string>().find("cpu"), std::string::npos);
+  EXPECT_NE(bad_quantity["Error"].get<std::string>().find("5x"), std::string::npos);
+  // The same scratch serves the next request correctly.
+  ASSERT_EQ(Call(Verb::kPrioritize, "zone-a", Full("prioritize-4")), 200);
+  EXPECT_EQ(json::parse(out_).size(), 4u);
+}
+
+TEST_F(ServiceTest, EveryRecordedRequestGetsAnAnswerOfTheRightShape) {
+  FakeDirectory directory(Full("filter-3"));
+  FakeBinder binder;
+  Make(&directory, &binder);
+  for (std::string_view mode : {"nodecache-false", "nodecache-true"}) {
+    for (int i = 1; i <= 11; ++i) {
+      SCOPED_TRACE(std::string(mode) + " " + std::to_string(i));
+      const std::string filter = ReadFixture(mode, "filter-" + std::to_string(i));
+      ASSERT_EQ(Call(Verb::kFilter, "", filter), 200);
+      json reply = json::parse(out_);
+      EXPECT_EQ(reply["Error"], "");
+      const json request = json::parse(filter);
+      const size_t in = mode == "nodecache-true" ? request["NodeNames"].size()
+                                                 : request["Nodes"]["items"].size();
+      // Partition: every input node is in exactly one set.
+      const size_t passed = mode == "nodecache-true" ? reply["NodeNames"].size()
+                                                     : reply["Nodes"]["items"].size();
+      EXPECT_EQ(passed + reply["FailedNodes"].size() + reply["FailedAndUnresolvableNodes"].size(),
+                in);
+      EXPECT_EQ(mode == "nodecache-true" ? reply["Nodes"].is_null()
+                                         : reply["NodeNames"].is_null(),
+                true);
+      ASSERT_EQ(Call(Verb::kBind, "", ReadFixture(mode, "bind-" + std::to_string(i))), 200);
+      EXPECT_EQ(out_, R"({"Error":""})");
+      if (i <= 7) {
+        ASSERT_EQ(Call(Verb::kPrioritize, "", ReadFixture(mode, "prioritize-" + std::to_string(i))),
+                  200);
+        reply = json::parse(out_);
+        ASSERT_TRUE(reply.is_array());
+        for (const json& e : reply) {
+          EXPECT_GE(e["Score"].get<int64_t>(), 0);
+          EXPECT_LE(e["Score"].get<int64_t>(), 10);
+        }
+      }
+    }
+    ASSERT_EQ(Call(Verb::kPreempt, "", ReadFixture(mode, "preempt-1")), 200);
+    EXPECT_EQ(json::parse(out_)["NodeNameToMetaVictims"].size(), 2u);
+  }
+  EXPECT_EQ(binder.calls.size(), 22u);
+}
+
+TEST_F(ServiceTest, MetricsCountRequestsByOutcome) {
+  ASSERT_EQ(Call(Verb::kFilter, "", Full("filter-1")), 200);
+  ASSERT_EQ(Call(Verb::kFilter, "", Full("filter-2")), 200);
+  ASSERT_EQ(Call(Verb::kFilter, "", "nope"), 400);
+  ASSERT_EQ(Call(Verb::kBind, "", Full("bind-1")), 200);  // no API connection: an error
+  std::string text;
+  metrics_->Render(text);
+  EXPECT_NE(text.find(R"(schedext_requests_total{profile="default",verb="filter",outcome="ok"} 2)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"(schedext_requests_total{profile="default",verb="filter",outcome="bad_request"} 1)"),
+            std::string::npos);
+  EXPECT_NE(text.find(R"(schedext_requests_total{profile="default",verb="bind",outcome="error"} 1)"),
+            std::string::npos);
+  EXPECT_NE(text.find(R"(schedext_request_duration_seconds_count{profile="default",verb="filter"} 3)"),
+            std::string::npos);
+  EXPECT_NE(text.find(R"(schedext_request_nodes_total{profile="default",verb="filter"} 4)"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace schedext::server
