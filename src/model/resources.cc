@@ -1,1 +1,147 @@
-// placeholder: not yet written
+#include "schedext/model/resources.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "schedext/model/quantity.h"
+
+namespace schedext::model {
+namespace {
+
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  int64_t sum = 0;
+  if (__builtin_add_overflow(a, b, &sum)) {
+    return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+  }
+  return sum;
+}
+
+// The field that holds a well-known resource, or nullptr for a scalar. A
+// template so the const and mutable lookups share one list of names.
+template <typename List>
+auto* WellKnownField(List& list, std::string_view name) {
+  using Field = std::conditional_t<std::is_const_v<List>, const int64_t, int64_t>;
+  Field* field = nullptr;
+  if (name == kResourceCpu) {
+    field = &list.milli_cpu;
+  } else if (name == kResourceMemory) {
+    field = &list.memory;
+  } else if (name == kResourceEphemeralStorage) {
+    field = &list.ephemeral_storage;
+  } else if (name == kResourcePods) {
+    field = &list.pods;
+  }
+  return field;
+}
+
+// `"text"`, cut like Quantity::Parse's messages cut it (40 bytes, whole UTF-8
+// sequences) so both errors read alike.
+std::string Quote(std::string_view text) {
+  constexpr size_t kMaxQuotedBytes = 40;
+  std::string out = "\"";
+  if (text.size() <= kMaxQuotedBytes) {
+    out.append(text);
+  } else {
+    size_t cut = kMaxQuotedBytes;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) {
+      --cut;
+    }
+    out.append(text.substr(0, cut)).append("...");
+  }
+  out.push_back('"');
+  return out;
+}
+
+template <typename Scalars>
+auto* FindScalar(Scalars& scalars, std::string_view name) {
+  auto it = std::find_if(scalars.begin(), scalars.end(),
+                         [name](const ScalarResource& s) { return s.name == name; });
+  return it == scalars.end() ? nullptr : &*it;
+}
+
+}  // namespace
+
+StatusOr<int64_t> ParseResourceAmount(std::string_view name, std::string_view text) {
+  StatusOr<Quantity> quantity = Quantity::Parse(text);
+  if (!quantity.ok()) {
+    return quantity.status().WithContext(name);
+  }
+  StatusOr<int64_t> amount = name == kResourceCpu ? quantity->Milli() : quantity->Value();
+  if (!amount.ok()) {
+    // Quantity's own message cannot quote the input; this one can.
+    return InvalidArgumentError(std::string(name) + ": quantity " + Quote(text) +
+                                " is out of range");
+  }
+  return amount;
+}
+
+int64_t ResourceList::Get(std::string_view name) const {
+  if (const int64_t* field = WellKnownField(*this, name)) {
+    return *field;
+  }
+  const ScalarResource* scalar = FindScalar(scalars, name);
+  return scalar == nullptr ? 0 : scalar->amount;
+}
+
+void ResourceList::Set(std::string_view name, int64_t amount) {
+  if (int64_t* field = WellKnownField(*this, name)) {
+    *field = amount;
+  } else if (ScalarResource* scalar = FindScalar(scalars, name)) {
+    scalar->amount = amount;
+  } else {
+    scalars.push_back(ScalarResource{name, amount});
+  }
+}
+
+void ResourceList::Add(std::string_view name, int64_t amount) {
+  if (int64_t* field = WellKnownField(*this, name)) {
+    *field = SaturatingAdd(*field, amount);
+  } else if (ScalarResource* scalar = FindScalar(scalars, name)) {
+    scalar->amount = SaturatingAdd(scalar->amount, amount);
+  } else if (amount != 0) {
+    // Adding zero to an absent name changes nothing; an entry would only cost
+    // an allocation and make equal lists compare unequal.
+    scalars.push_back(ScalarResource{name, amount});
+  }
+}
+
+void ResourceList::AddAll(const ResourceList& other) {
+  milli_cpu = SaturatingAdd(milli_cpu, other.milli_cpu);
+  memory = SaturatingAdd(memory, other.memory);
+  ephemeral_storage = SaturatingAdd(ephemeral_storage, other.ephemeral_storage);
+  pods = SaturatingAdd(pods, other.pods);
+  // By index: `other` may be *this, and Add may grow our vector.
+  for (size_t i = 0; i < other.scalars.size(); ++i) {
+    Add(other.scalars[i].name, other.scalars[i].amount);
+  }
+}
+
+void ResourceList::MaxWith(const ResourceList& other) {
+  milli_cpu = std::max(milli_cpu, other.milli_cpu);
+  memory = std::max(memory, other.memory);
+  ephemeral_storage = std::max(ephemeral_storage, other.ephemeral_storage);
+  pods = std::max(pods, other.pods);
+  for (size_t i = 0; i < other.scalars.size(); ++i) {
+    const ScalarResource theirs = other.scalars[i];
+    if (ScalarResource* mine = FindScalar(scalars, theirs.name)) {
+      mine->amount = std::max(mine->amount, theirs.amount);
+    } else if (theirs.amount > 0) {
+      // An absent name counts as 0, so only a positive amount changes it.
+      scalars.push_back(theirs);
+    }
+  }
+}
+
+void ResourceList::Clear() {
+  milli_cpu = 0;
+  memory = 0;
+  ephemeral_storage = 0;
+  pods = 0;
+  scalars.clear();  // keeps the capacity for the next request
+}
+
+}  // namespace schedext::model
