@@ -1,1 +1,784 @@
-// placeholder: not yet written
+// Loading and validating schedext's YAML configuration (see config.h).
+//
+// yaml-cpp is confined to this file. Its exceptions (syntax errors, and the
+// rare throwing accessor) are caught here and turned into Status values that
+// carry the YAML mark as `<source>:<line>:<col>`. Every field is checked as it
+// is read; the first error wins.
+#include "schedext/config/config.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <optional>
+#include <span>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+namespace schedext::config {
+namespace {
+
+using Json = nlohmann::json;
+
+// The default configuration: one profile, served at /<verb> and /default/<verb>.
+constexpr std::string_view kEmbeddedDefault =
+    R"(# schedext's built-in configuration, used when no --config is given.
+# The HTTP server: every address, port 8888 (the remaining server settings keep their defaults).
+server:
+  listen: "0.0.0.0:8888"
+# Logging: info and above, as plain text lines.
+log:
+  level: info
+  format: text
+# One profile, "default": served at /<verb> and /default/<verb>.
+profiles:
+  - name: default
+    policies:
+      # Node health checks (weight defaults to 1).
+      - name: NodeHealth
+      # Node taints against the pod's tolerations.
+      - name: TaintToleration
+        weight: 1
+)";
+
+// Profile names that would collide with schedext's own routes.
+constexpr std::array<std::string_view, 9> kReservedProfileNames = {
+    "filter", "prioritize", "preempt", "bind", "healthz",
+    "readyz", "version",    "metrics", "gpushare"};
+
+constexpr std::array<std::string_view, 7> kLogLevels = {"trace", "debug", "info",    "warn",
+                                                        "error", "critical", "off"};
+constexpr std::array<std::string_view, 2> kLogFormats = {"text", "json"};
+
+constexpr std::array<std::string_view, 4> kTopLevelFields = {"server", "log", "defaultProfile",
+                                                             "profiles"};
+constexpr std::array<std::string_view, 8> kServerFields = {
+    "listen",           "threads",           "maxBodyBytes",        "keepAliveTimeoutSeconds",
+    "keepAliveMaxCount", "readTimeoutSeconds", "writeTimeoutSeconds", "shutdownGraceSeconds"};
+constexpr std::array<std::string_view, 2> kLogFields = {"level", "format"};
+constexpr std::array<std::string_view, 2> kProfileFields = {"name", "policies"};
+constexpr std::array<std::string_view, 3> kPolicyFields = {"name", "weight", "args"};
+
+// Bounds on what one policy's `args` may expand to: nesting depth, and values
+// in total (aliases can otherwise multiply a small file into a huge document).
+constexpr int kMaxArgsDepth = 64;
+constexpr size_t kMaxArgsValues = 100000;
+
+constexpr std::string_view kYamlStrTag = "tag:yaml.org,2002:str";
+
+std::string Quote(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  out += '"';
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      constexpr std::string_view kHex = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[(static_cast<unsigned char>(c) >> 4) & 0xf];
+      out += kHex[static_cast<unsigned char>(c) & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+  return out;
+}
+
+std::string JoinNames(std::span<const std::string_view> names) {
+  std::string out;
+  for (std::string_view n : names) {
+    if (!out.empty()) {
+      out += ", ";
+    }
+    out += n;
+  }
+  return out;
+}
+
+template <size_t N>
+bool Contains(const std::array<std::string_view, N>& list, std::string_view s) {
+  for (std::string_view item : list) {
+    if (item == s) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Parses a whole decimal integer ([-+]?[0-9]+). Empty when `s` is not one or
+// does not fit in int64.
+std::optional<int64_t> ParseInt64(std::string_view s) {
+  if (!s.empty() && s.front() == '+') {
+    s.remove_prefix(1);
+    if (!s.empty() && s.front() == '-') {
+      return std::nullopt;
+    }
+  }
+  if (s.empty()) {
+    return std::nullopt;
+  }
+  int64_t value = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc() || ptr != s.data() + s.size()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// Whether `s` is a YAML 1.2 core-schema decimal float:
+// [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?
+bool LooksLikeDecimalFloat(std::string_view s) {
+  size_t i = 0;
+  auto digits = [&] {
+    size_t start = i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+      ++i;
+    }
+    return i - start;
+  };
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) {
+    ++i;
+  }
+  size_t int_digits = digits();
+  size_t frac_digits = 0;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    frac_digits = digits();
+  }
+  if (int_digits == 0 && frac_digits == 0) {
+    return false;
+  }
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) {
+      ++i;
+    }
+    if (digits() == 0) {
+      return false;
+    }
+  }
+  return i == s.size();
+}
+
+std::optional<double> ParseDouble(std::string_view s) {
+  if (!LooksLikeDecimalFloat(s)) {
+    return std::nullopt;
+  }
+  if (s.front() == '+') {
+    s.remove_prefix(1);  // from_chars does not take a leading '+'
+  }
+  double value = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc() || ptr != s.data() + s.size()) {
+    return std::nullopt;  // out of range: not a finite double
+  }
+  return value;
+}
+
+bool IsProfileName(std::string_view s) {
+  auto lower_or_digit = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (s.empty() || !lower_or_digit(s.front()) || !lower_or_digit(s.back())) {
+    return false;
+  }
+  for (char c : s) {
+    if (!lower_or_digit(c) && c != '-') {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Splits a listen address; returns an error message (without context) or "".
+std::string ParseListen(std::string_view listen, std::string& host, int& port) {
+  std::string_view host_part;
+  std::string_view port_part;
+  if (!listen.empty() && listen.front() == '[') {
+    size_t close = listen.find(']');
+    if (close == std::string_view::npos) {
+      return "missing ']' after the IPv6 address";
+    }
+    host_part = listen.substr(1, close - 1);
+    std::string_view rest = listen.substr(close + 1);
+    if (rest.empty() || rest.front() != ':') {
+      return "expected [host]:port";
+    }
+    port_part = rest.substr(1);
+    if (host_part.empty()) {
+      return "empty IPv6 address in brackets";
+    }
+    for (char c : host_part) {
+      bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') ||
+                c == ':' || c == '.' || c == '%';
+      if (!ok) {
+        return "invalid IPv6 address " + Quote(host_part);
+      }
+    }
+    if (host_part.find(':') == std::string_view::npos) {
+      return "invalid IPv6 address " + Quote(host_part);
+    }
+  } else {
+    size_t colon = listen.rfind(':');
+    if (colon == std::string_view::npos) {
+      return "expected host:port";
+    }
+    host_part = listen.substr(0, colon);
+    port_part = listen.substr(colon + 1);
+    if (host_part.find(':') != std::string_view::npos) {
+      return "an IPv6 address must be in brackets, as in \"[::1]:8888\"";
+    }
+    for (char c : host_part) {
+      bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                c == '.' || c == '-' || c == '_';
+      if (!ok) {
+        return "invalid host " + Quote(host_part);
+      }
+    }
+  }
+  if (port_part.empty()) {
+    return "missing port";
+  }
+  int value = 0;
+  bool all_digits = port_part.size() <= 5;
+  for (char c : port_part) {
+    all_digits = all_digits && c >= '0' && c <= '9';
+  }
+  if (all_digits) {
+    auto [ptr, ec] = std::from_chars(port_part.data(), port_part.data() + port_part.size(), value);
+    all_digits = ec == std::errc() && ptr == port_part.data() + port_part.size();
+  }
+  if (!all_digits || value > 65535) {
+    return "port " + Quote(port_part) + " is not a number from 0 to 65535";
+  }
+  if (!host_part.empty()) {
+    host = std::string(host_part);  // ":port" keeps the current host
+  }
+  port = value;
+  return "";
+}
+
+// One key/value pair of a mapping, with the key's text.
+struct Field {
+  std::string name;
+  YAML::Node key;
+  YAML::Node value;
+};
+
+// The fields of one mapping, already checked against the known names.
+class Fields {
+ public:
+  // The value of `name`; nullptr when absent or null (null means "not set").
+  const Field* Find(std::string_view name) const {
+    for (const Field& f : fields_) {
+      if (f.name == name) {
+        return f.value.IsNull() ? nullptr : &f;
+      }
+    }
+    return nullptr;
+  }
+  std::vector<Field>& fields() { return fields_; }
+
+ private:
+  std::vector<Field> fields_;
+};
+
+std::string Join(std::string_view path, std::string_view name) {
+  if (path.empty()) {
+    return std::string(name);
+  }
+  std::string out(path);
+  out += '.';
+  out += name;
+  return out;
+}
+
+std::string Index(std::string_view path, size_t i) {
+  return std::string(path) + "[" + std::to_string(i) + "]";
+}
+
+// Reads one YAML document into a Config. Not thread-safe; one per load.
+class Loader {
+ public:
+  explicit Loader(std::string_view source) : source_(source) {}
+
+  StatusOr<Config> Load(const YAML::Node& root);
+
+ private:
+  // `<source>:<line>:<col>: <path>: <message>`; a null mark reads 1:1.
+  Status ErrorAt(const YAML::Mark& mark, std::string_view path, std::string_view message) const {
+    int line = mark.is_null() || mark.line < 0 ? 1 : mark.line + 1;
+    int column = mark.is_null() || mark.column < 0 ? 1 : mark.column + 1;
+    std::string m = std::string(source_) + ":" + std::to_string(line) + ":" +
+                    std::to_string(column) + ": ";
+    if (!path.empty()) {
+      m += path;
+      m += ": ";
+    }
+    m += message;
+    return InvalidArgumentError(std::move(m));
+  }
+  // A value's position; a null value (`key:` with nothing after it) has no
+  // position of its own worth reporting, so the key's is used.
+  static YAML::Mark MarkOf(const Field& f) {
+    return f.value.IsNull() ? f.key.Mark() : f.value.Mark();
+  }
+
+  StatusOr<Fields> ReadMapping(const YAML::Node& node, const YAML::Mark& mark,
+                               std::string_view path,
+                               std::span<const std::string_view> known) const;
+  Status ReadString(const Field& f, std::string_view path, std::string& out) const;
+  Status ReadInt(const Field& f, std::string_view path, int64_t min, int64_t max,
+                 std::string_view expectation, int64_t& out) const;
+  template <typename T>
+  Status ReadIntInto(const Fields& fields, std::string_view name, std::string_view path,
+                     int64_t min, int64_t max, std::string_view expectation, T& out) const;
+  Status ReadOneOf(const Fields& fields, std::string_view name, std::string_view path,
+                   std::span<const std::string_view> allowed, std::string& out) const;
+
+  Status ReadServer(const Field& f, ServerConfig& server) const;
+  Status ReadLog(const Field& f, LogConfig& log) const;
+  Status ReadProfiles(const Field& f, std::vector<ProfileConfig>& profiles) const;
+  Status ReadProfile(const YAML::Node& node, std::string_view path, ProfileConfig& profile) const;
+  Status ReadPolicy(const YAML::Node& node, std::string_view path, PolicyConfig& policy) const;
+  Status ToJson(const YAML::Node& node, std::string_view path, int depth, size_t& budget,
+                Json& out) const;
+
+  std::string_view source_;
+};
+
+StatusOr<Fields> Loader::ReadMapping(const YAML::Node& node, const YAML::Mark& mark,
+                                     std::string_view path,
+                                     std::span<const std::string_view> known) const {
+  Fields result;
+  if (node.IsNull()) {
+    return result;
+  }
+  if (!node.IsMap()) {
+    return ErrorAt(mark, path, "must be a mapping");
+  }
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    // A copy: `it->first` lives in a proxy that dies with the full expression.
+    const YAML::Node key = it->first;
+    if (!key.IsScalar()) {
+      return ErrorAt(key.Mark(), path, "keys must be strings");
+    }
+    std::string name = key.Scalar();
+    std::string field_path = Join(path, name);
+    bool is_known = false;
+    for (std::string_view k : known) {
+      is_known = is_known || k == name;
+    }
+    if (!is_known) {
+      return ErrorAt(key.Mark(), field_path, "unknown field (known: " + JoinNames(known) + ")");
+    }
+    for (const Field& seen : result.fields()) {
+      if (seen.name == name) {
+        return ErrorAt(key.Mark(), field_path, "duplicate field");
+      }
+    }
+    result.fields().push_back(Field{std::move(name), key, it->second});
+  }
+  return result;
+}
+
+Status Loader::ReadString(const Field& f, std::string_view path, std::string& out) const {
+  const YAML::Node& v = f.value;
+  bool tag_ok = v.Tag() == "?" || v.Tag() == "!" || v.Tag() == kYamlStrTag;
+  if (!v.IsScalar() || !tag_ok) {
+    return ErrorAt(MarkOf(f), path, "must be a string");
+  }
+  out = v.Scalar();
+  return OkStatus();
+}
+
+Status Loader::ReadInt(const Field& f, std::string_view path, int64_t min, int64_t max,
+                       std::string_view expectation, int64_t& out) const {
+  const YAML::Node& v = f.value;
+  std::optional<int64_t> value;
+  if (v.IsScalar() && v.Tag() == "?") {  // plain only: "5" in quotes is a string
+    value = ParseInt64(v.Scalar());
+  }
+  if (!value || *value < min || *value > max) {
+    return ErrorAt(MarkOf(f), path, std::string("must be ") + std::string(expectation));
+  }
+  out = *value;
+  return OkStatus();
+}
+
+template <typename T>
+Status Loader::ReadIntInto(const Fields& fields, std::string_view name, std::string_view path,
+                           int64_t min, int64_t max, std::string_view expectation, T& out) const {
+  const Field* f = fields.Find(name);
+  if (f == nullptr) {
+    return OkStatus();  // keep the default
+  }
+  int64_t value = 0;
+  SCHEDEXT_RETURN_IF_ERROR(ReadInt(*f, Join(path, name), min, max, expectation, value));
+  out = static_cast<T>(value);
+  return OkStatus();
+}
+
+Status Loader::ReadOneOf(const Fields& fields, std::string_view name, std::string_view path,
+                         std::span<const std::string_view> allowed, std::string& out) const {
+  const Field* f = fields.Find(name);
+  if (f == nullptr) {
+    return OkStatus();
+  }
+  std::string field_path = Join(path, name);
+  std::string value;
+  SCHEDEXT_RETURN_IF_ERROR(ReadString(*f, field_path, value));
+  for (std::string_view a : allowed) {
+    if (a == value) {
+      out = std::move(value);
+      return OkStatus();
+    }
+  }
+  return ErrorAt(MarkOf(*f), field_path,
+                 "must be one of " + JoinNames(allowed) + " (got " + Quote(value) + ")");
+}
+
+Status Loader::ReadServer(const Field& f, ServerConfig& server) const {
+  constexpr std::string_view kPath = "server";
+  SCHEDEXT_ASSIGN_OR_RETURN(Fields fields, ReadMapping(f.value, MarkOf(f), kPath, kServerFields));
+  if (const Field* listen = fields.Find("listen")) {
+    std::string path = Join(kPath, "listen");
+    std::string text;
+    SCHEDEXT_RETURN_IF_ERROR(ReadString(*listen, path, text));
+    Status s = ApplyListenAddress(text, server);
+    if (!s.ok()) {
+      return ErrorAt(MarkOf(*listen), path, s.message());
+    }
+  }
+  constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "threads", kPath, 1, 1024,
+                                       "an integer from 1 to 1024", server.threads));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "maxBodyBytes", kPath, 1, kMaxInt64,
+                                       "a positive integer", server.max_body_bytes));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "keepAliveTimeoutSeconds", kPath, 1, 3600,
+                                       "an integer from 1 to 3600",
+                                       server.keep_alive_timeout_seconds));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "keepAliveMaxCount", kPath, 1, kMaxInt64,
+                                       "a positive integer", server.keep_alive_max_count));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "readTimeoutSeconds", kPath, 1, 3600,
+                                       "an integer from 1 to 3600", server.read_timeout_seconds));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "writeTimeoutSeconds", kPath, 1, 3600,
+                                       "an integer from 1 to 3600",
+                                       server.write_timeout_seconds));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "shutdownGraceSeconds", kPath, 0, 3600,
+                                       "an integer from 0 to 3600",
+                                       server.shutdown_grace_seconds));
+  return OkStatus();
+}
+
+Status Loader::ReadLog(const Field& f, LogConfig& log) const {
+  constexpr std::string_view kPath = "log";
+  SCHEDEXT_ASSIGN_OR_RETURN(Fields fields, ReadMapping(f.value, MarkOf(f), kPath, kLogFields));
+  SCHEDEXT_RETURN_IF_ERROR(ReadOneOf(fields, "level", kPath, kLogLevels, log.level));
+  SCHEDEXT_RETURN_IF_ERROR(ReadOneOf(fields, "format", kPath, kLogFormats, log.format));
+  return OkStatus();
+}
+
+Status Loader::ReadProfiles(const Field& f, std::vector<ProfileConfig>& profiles) const {
+  constexpr std::string_view kPath = "profiles";
+  if (!f.value.IsSequence()) {
+    return ErrorAt(MarkOf(f), kPath, "must be a list");
+  }
+  if (f.value.size() == 0) {
+    return ErrorAt(MarkOf(f), kPath, "must list at least one profile");
+  }
+  profiles.clear();
+  size_t i = 0;
+  for (const YAML::Node& item : f.value) {
+    std::string path = Index(kPath, i);
+    ProfileConfig profile;
+    SCHEDEXT_RETURN_IF_ERROR(ReadProfile(item, path, profile));
+    for (size_t j = 0; j < profiles.size(); ++j) {
+      if (profiles[j].name == profile.name) {
+        return ErrorAt(item["name"].Mark(), path + ".name",
+                       "duplicate profile name " + Quote(profile.name) + " (also " +
+                           Index(kPath, j) + ")");
+      }
+    }
+    profiles.push_back(std::move(profile));
+    ++i;
+  }
+  return OkStatus();
+}
+
+Status Loader::ReadProfile(const YAML::Node& node, std::string_view path,
+                           ProfileConfig& profile) const {
+  if (!node.IsMap()) {
+    return ErrorAt(node.Mark(), path, "must be a mapping");
+  }
+  SCHEDEXT_ASSIGN_OR_RETURN(Fields fields, ReadMapping(node, node.Mark(), path, kProfileFields));
+
+  std::string name_path = Join(path, "name");
+  const Field* name = fields.Find("name");
+  if (name == nullptr) {
+    return ErrorAt(node.Mark(), name_path, "must be set");
+  }
+  SCHEDEXT_RETURN_IF_ERROR(ReadString(*name, name_path, profile.name));
+  if (!IsProfileName(profile.name)) {
+    return ErrorAt(MarkOf(*name), name_path,
+                   Quote(profile.name) +
+                       " is not a valid profile name: use lowercase letters, digits and '-', "
+                       "starting and ending with a letter or digit");
+  }
+  if (Contains(kReservedProfileNames, profile.name)) {
+    return ErrorAt(MarkOf(*name), name_path,
+                   Quote(profile.name) + " is reserved (reserved names: " +
+                       JoinNames(kReservedProfileNames) + ")");
+  }
+
+  std::string policies_path = Join(path, "policies");
+  const Field* policies = fields.Find("policies");
+  if (policies == nullptr) {
+    return ErrorAt(node.Mark(), policies_path, "must be set");
+  }
+  if (!policies->value.IsSequence()) {
+    return ErrorAt(MarkOf(*policies), policies_path, "must be a list");
+  }
+  if (policies->value.size() == 0) {
+    return ErrorAt(MarkOf(*policies), policies_path, "must list at least one policy");
+  }
+  size_t i = 0;
+  for (const YAML::Node& item : policies->value) {
+    PolicyConfig policy;
+    SCHEDEXT_RETURN_IF_ERROR(ReadPolicy(item, Index(policies_path, i), policy));
+    profile.policies.push_back(std::move(policy));
+    ++i;
+  }
+  return OkStatus();
+}
+
+Status Loader::ReadPolicy(const YAML::Node& node, std::string_view path,
+                          PolicyConfig& policy) const {
+  if (!node.IsMap()) {
+    return ErrorAt(node.Mark(), path, "must be a mapping");
+  }
+  SCHEDEXT_ASSIGN_OR_RETURN(Fields fields, ReadMapping(node, node.Mark(), path, kPolicyFields));
+
+  std::string name_path = Join(path, "name");
+  const Field* name = fields.Find("name");
+  if (name == nullptr) {
+    return ErrorAt(node.Mark(), name_path, "must be set");
+  }
+  SCHEDEXT_RETURN_IF_ERROR(ReadString(*name, name_path, policy.name));
+  if (policy.name.empty()) {
+    return ErrorAt(MarkOf(*name), name_path, "must not be empty");
+  }
+
+  SCHEDEXT_RETURN_IF_ERROR(
+      ReadIntInto(fields, "weight", path, 1, 1000, "an integer from 1 to 1000", policy.weight));
+
+  Json args = Json::object();
+  if (const Field* a = fields.Find("args")) {
+    std::string args_path = Join(path, "args");
+    if (!a->value.IsMap()) {
+      return ErrorAt(MarkOf(*a), args_path, "must be a mapping");
+    }
+    size_t budget = kMaxArgsValues;
+    SCHEDEXT_RETURN_IF_ERROR(ToJson(a->value, args_path, 0, budget, args));
+  }
+  policy.args = std::make_shared<const Json>(std::move(args));
+  return OkStatus();
+}
+
+// YAML → JSON for policy args. Plain scalars are resolved by the YAML 1.2 core
+// schema (null, true/false, decimal int64, decimal float); quoted, block and
+// !!str scalars stay strings; other explicit tags are refused.
+Status Loader::ToJson(const YAML::Node& node, std::string_view path, int depth, size_t& budget,
+                      Json& out) const {
+  if (depth > kMaxArgsDepth) {
+    return ErrorAt(node.Mark(), path,
+                   "nested more than " + std::to_string(kMaxArgsDepth) + " levels deep");
+  }
+  if (budget == 0) {
+    return ErrorAt(node.Mark(), path,
+                   "too many values (more than " + std::to_string(kMaxArgsValues) + ")");
+  }
+  --budget;
+  switch (node.Type()) {
+    case YAML::NodeType::Undefined:
+    case YAML::NodeType::Null:
+      out = nullptr;
+      return OkStatus();
+    case YAML::NodeType::Scalar: {
+      const std::string& tag = node.Tag();
+      const std::string& text = node.Scalar();
+      if (tag == "!" || tag == kYamlStrTag) {
+        out = text;
+        return OkStatus();
+      }
+      if (tag != "?") {
+        return ErrorAt(node.Mark(), path, "unsupported tag " + Quote(tag));
+      }
+      if (text == "null" || text == "Null" || text == "NULL" || text == "~" || text.empty()) {
+        out = nullptr;
+      } else if (text == "true" || text == "True" || text == "TRUE") {
+        out = true;
+      } else if (text == "false" || text == "False" || text == "FALSE") {
+        out = false;
+      } else if (std::optional<int64_t> i = ParseInt64(text)) {
+        out = *i;
+      } else if (std::optional<double> d = ParseDouble(text)) {
+        out = *d;
+      } else {
+        out = text;
+      }
+      return OkStatus();
+    }
+    case YAML::NodeType::Sequence: {
+      out = Json::array();
+      size_t i = 0;
+      for (const YAML::Node& item : node) {
+        Json value;
+        SCHEDEXT_RETURN_IF_ERROR(ToJson(item, Index(path, i), depth + 1, budget, value));
+        out.push_back(std::move(value));
+        ++i;
+      }
+      return OkStatus();
+    }
+    case YAML::NodeType::Map: {
+      out = Json::object();
+      for (auto it = node.begin(); it != node.end(); ++it) {
+        const YAML::Node key = it->first;  // a copy, as in ReadMapping
+        if (!key.IsScalar()) {
+          return ErrorAt(key.Mark(), path, "keys must be strings");
+        }
+        std::string key_path = Join(path, key.Scalar());
+        if (out.contains(key.Scalar())) {
+          return ErrorAt(key.Mark(), key_path, "duplicate field");
+        }
+        Json value;
+        SCHEDEXT_RETURN_IF_ERROR(ToJson(it->second, key_path, depth + 1, budget, value));
+        out[key.Scalar()] = std::move(value);
+      }
+      return OkStatus();
+    }
+  }
+  return ErrorAt(node.Mark(), path, "unsupported YAML node");
+}
+
+StatusOr<Config> Loader::Load(const YAML::Node& root) {
+  Config config;
+  if (!root.IsNull() && !root.IsMap()) {
+    return ErrorAt(root.Mark(), "", "the configuration must be a mapping");
+  }
+  SCHEDEXT_ASSIGN_OR_RETURN(Fields fields, ReadMapping(root, root.Mark(), "", kTopLevelFields));
+  if (const Field* f = fields.Find("server")) {
+    SCHEDEXT_RETURN_IF_ERROR(ReadServer(*f, config.server));
+  }
+  if (const Field* f = fields.Find("log")) {
+    SCHEDEXT_RETURN_IF_ERROR(ReadLog(*f, config.log));
+  }
+  const Field* profiles = fields.Find("profiles");
+  if (profiles == nullptr) {
+    return ErrorAt(root.IsMap() ? root.Mark() : YAML::Mark::null_mark(), "profiles",
+                   "must be set (at least one profile)");
+  }
+  SCHEDEXT_RETURN_IF_ERROR(ReadProfiles(*profiles, config.profiles));
+
+  config.default_profile = config.profiles.front().name;
+  if (const Field* f = fields.Find("defaultProfile")) {
+    std::string name;
+    SCHEDEXT_RETURN_IF_ERROR(ReadString(*f, "defaultProfile", name));
+    bool found = false;
+    std::string known;
+    for (const ProfileConfig& p : config.profiles) {
+      found = found || p.name == name;
+      known += known.empty() ? "" : ", ";
+      known += p.name;
+    }
+    if (!found) {
+      return ErrorAt(MarkOf(*f), "defaultProfile",
+                     "unknown profile " + Quote(name) + " (profiles: " + known + ")");
+    }
+    config.default_profile = std::move(name);
+  }
+  return config;
+}
+
+}  // namespace
+
+StatusOr<Config> LoadConfigText(std::string_view yaml, std::string_view source) {
+  Loader loader(source);
+  try {
+    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(yaml));
+    if (docs.size() > 1) {
+      return InvalidArgumentError(std::string(source) + ": expected one YAML document, found " +
+                                  std::to_string(docs.size()));
+    }
+    return loader.Load(docs.empty() ? YAML::Node() : docs.front());
+  } catch (const YAML::Exception& e) {
+    int line = e.mark.is_null() || e.mark.line < 0 ? 1 : e.mark.line + 1;
+    int column = e.mark.is_null() || e.mark.column < 0 ? 1 : e.mark.column + 1;
+    return InvalidArgumentError(std::string(source) + ":" + std::to_string(line) + ":" +
+                                std::to_string(column) + ": invalid YAML: " + e.msg);
+  } catch (const std::bad_alloc&) {
+    throw;  // architecture §8: out of memory is not caught
+  } catch (const std::exception& e) {
+    return InvalidArgumentError(std::string(source) + ": " + e.what());
+  }
+}
+
+StatusOr<Config> LoadConfigFile(const std::string& path) {
+  auto read_error = [&path](int err) {
+    std::string message = "read config " + Quote(path) + ": " + std::strerror(err);
+    if (err == ENOENT || err == ENOTDIR) {
+      return NotFoundError(std::move(message));
+    }
+    return FailedPreconditionError(std::move(message));
+  };
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return read_error(errno);
+  }
+  std::string text;
+  char buf[16384];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      int err = errno;
+      ::close(fd);
+      return read_error(err);
+    }
+    if (n == 0) {
+      break;
+    }
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return LoadConfigText(text, path);
+}
+
+std::string_view EmbeddedDefaultConfig() { return kEmbeddedDefault; }
+
+Status ApplyListenAddress(std::string_view listen, ServerConfig& server) {
+  std::string host = server.host;
+  int port = server.port;
+  std::string error = ParseListen(listen, host, port);
+  if (!error.empty()) {
+    return InvalidArgumentError("listen " + Quote(listen) + ": " + error);
+  }
+  server.host = std::move(host);
+  server.port = port;
+  return OkStatus();
+}
+
+}  // namespace schedext::config

@@ -1,1 +1,609 @@
-// placeholder: not yet written
+#include "schedext/config/config.h"
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace schedext::config {
+namespace {
+
+using nlohmann::json;
+
+// A valid profile section to append to server/log-only snippets.
+constexpr std::string_view kProfiles = R"(profiles:
+  - name: default
+    policies:
+      - name: NodeHealth
+)";
+
+struct ErrorCase {
+  std::string name;
+  std::string yaml;
+  std::string want;  // the exact message
+};
+
+void ExpectErrors(const std::vector<ErrorCase>& cases) {
+  for (const ErrorCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    StatusOr<Config> got = LoadConfigText(c.yaml, "config.yaml");
+    ASSERT_FALSE(got.ok());
+    EXPECT_EQ(got.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(got.status().message(), c.want);
+  }
+}
+
+TEST(ConfigTest, EmbeddedDefaultLoads) {
+  StatusOr<Config> got = LoadConfigText(EmbeddedDefaultConfig(), "embedded");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  const Config& c = *got;
+  EXPECT_EQ(c.server.host, "0.0.0.0");
+  EXPECT_EQ(c.server.port, 8888);
+  EXPECT_EQ(c.log.level, "info");
+  EXPECT_EQ(c.log.format, "text");
+  EXPECT_EQ(c.default_profile, "default");
+  ASSERT_EQ(c.profiles.size(), 1u);
+  EXPECT_EQ(c.profiles[0].name, "default");
+  ASSERT_EQ(c.profiles[0].policies.size(), 2u);
+  EXPECT_EQ(c.profiles[0].policies[0].name, "NodeHealth");
+  EXPECT_EQ(c.profiles[0].policies[0].weight, 1);
+  EXPECT_EQ(c.profiles[0].policies[1].name, "TaintToleration");
+  EXPECT_EQ(c.profiles[0].policies[1].weight, 1);
+  for (const PolicyConfig& p : c.profiles[0].policies) {
+    ASSERT_NE(p.args, nullptr);
+    EXPECT_EQ(*p.args, json::object());
+  }
+}
+
+TEST(ConfigTest, LoadsEveryField) {
+  constexpr std::string_view kYaml = R"(# every field, none at its default
+server:
+  listen: "127.0.0.1:9443"
+  threads: 64
+  maxBodyBytes: 1048576
+  keepAliveTimeoutSeconds: 100
+  keepAliveMaxCount: 7
+  readTimeoutSeconds: 11
+  writeTimeoutSeconds: 12
+  shutdownGraceSeconds: 0
+log:
+  level: debug
+  format: json
+defaultProfile: gpu
+profiles:
+  - name: default
+    policies:
+      - name: NodeHealth
+  - name: gpu
+    policies:
+      - name: NodeLabel
+        weight: 1000
+        args:
+          label: example.com/pool
+          values: [a, b]
+      - name: TaintToleration
+        weight: 3
+)";
+  StatusOr<Config> got = LoadConfigText(kYaml, "full.yaml");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  const Config& c = *got;
+  EXPECT_EQ(c.server.host, "127.0.0.1");
+  EXPECT_EQ(c.server.port, 9443);
+  EXPECT_EQ(c.server.threads, 64);
+  EXPECT_EQ(c.server.max_body_bytes, 1048576u);
+  EXPECT_EQ(c.server.keep_alive_timeout_seconds, 100);
+  EXPECT_EQ(c.server.keep_alive_max_count, 7u);
+  EXPECT_EQ(c.server.read_timeout_seconds, 11);
+  EXPECT_EQ(c.server.write_timeout_seconds, 12);
+  EXPECT_EQ(c.server.shutdown_grace_seconds, 0);
+  EXPECT_EQ(c.log.level, "debug");
+  EXPECT_EQ(c.log.format, "json");
+  EXPECT_EQ(c.default_profile, "gpu");
+  ASSERT_EQ(c.profiles.size(), 2u);
+  EXPECT_EQ(c.profiles[0].name, "default");
+  ASSERT_EQ(c.profiles[0].policies.size(), 1u);
+  EXPECT_EQ(c.profiles[0].policies[0].name, "NodeHealth");
+  EXPECT_EQ(c.profiles[0].policies[0].weight, 1);
+  EXPECT_EQ(*c.profiles[0].policies[0].args, json::object());
+  EXPECT_EQ(c.profiles[1].name, "gpu");
+  ASSERT_EQ(c.profiles[1].policies.size(), 2u);
+  EXPECT_EQ(c.profiles[1].policies[0].name, "NodeLabel");
+  EXPECT_EQ(c.profiles[1].policies[0].weight, 1000);
+  EXPECT_EQ(*c.profiles[1].policies[0].args,
+            json::parse(R"({"label": "example.com/pool", "values": ["a", "b"]})"));
+  EXPECT_EQ(c.profiles[1].policies[1].name, "TaintToleration");
+  EXPECT_EQ(c.profiles[1].policies[1].weight, 3);
+  EXPECT_EQ(*c.profiles[1].policies[1].args, json::object());
+}
+
+TEST(ConfigTest, AppliesDefaults) {
+  StatusOr<Config> got = LoadConfigText(kProfiles, "min.yaml");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  const ServerConfig want;
+  EXPECT_EQ(got->server.host, want.host);
+  EXPECT_EQ(got->server.port, want.port);
+  EXPECT_EQ(got->server.threads, 32);
+  EXPECT_EQ(got->server.max_body_bytes, size_t{512} << 20);
+  EXPECT_EQ(got->server.keep_alive_timeout_seconds, 120);
+  EXPECT_EQ(got->server.keep_alive_max_count, 100000u);
+  EXPECT_EQ(got->server.read_timeout_seconds, 5);
+  EXPECT_EQ(got->server.write_timeout_seconds, 5);
+  EXPECT_EQ(got->server.shutdown_grace_seconds, 25);
+  EXPECT_EQ(got->log.level, "info");
+  EXPECT_EQ(got->log.format, "text");
+  EXPECT_EQ(got->default_profile, "default");  // the first profile
+}
+
+TEST(ConfigTest, TreatsNullAsUnset) {
+  // `key:` with no value, or `~`, leaves the default in place.
+  std::string yaml = "server:\n  threads:\n  listen: ~\nlog:\n" + std::string(kProfiles) +
+                     "        weight:\n        args:\n";
+  StatusOr<Config> got = LoadConfigText(yaml, "null.yaml");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->server.threads, 32);
+  EXPECT_EQ(got->server.port, 8888);
+  EXPECT_EQ(got->log.level, "info");
+  EXPECT_EQ(got->profiles[0].policies[0].weight, 1);
+  EXPECT_EQ(*got->profiles[0].policies[0].args, json::object());
+}
+
+TEST(ConfigTest, RejectsUnknownFields) {
+  const std::string p(kProfiles);
+  ExpectErrors({
+      {"top level", p + "profile: x\n",
+       "config.yaml:5:1: profile: unknown field (known: server, log, defaultProfile, profiles)"},
+      {"server", "server:\n  listen: \":80\"\n  listn: x\n" + p,
+       "config.yaml:3:3: server.listn: unknown field (known: listen, threads, maxBodyBytes, "
+       "keepAliveTimeoutSeconds, keepAliveMaxCount, readTimeoutSeconds, writeTimeoutSeconds, "
+       "shutdownGraceSeconds)"},
+      {"log", "log:\n  Level: info\n" + p,
+       "config.yaml:2:3: log.Level: unknown field (known: level, format)"},
+      {"profile", "profiles:\n  - name: a\n    policy: []\n",
+       "config.yaml:3:5: profiles[0].policy: unknown field (known: name, policies)"},
+      {"policy", p + "        wieght: 2\n",
+       "config.yaml:5:9: profiles[0].policies[0].wieght: unknown field (known: name, weight, "
+       "args)"},
+      {"duplicate", "log:\n  level: info\n  level: warn\n" + p,
+       "config.yaml:3:3: log.level: duplicate field"},
+  });
+}
+
+TEST(ConfigTest, RejectsBadValues) {
+  const std::string p(kProfiles);
+  ExpectErrors({
+      {"threads zero", "server:\n  threads: 0\n" + p,
+       "config.yaml:2:12: server.threads: must be an integer from 1 to 1024"},
+      {"threads too many", "server:\n  threads: 1025\n" + p,
+       "config.yaml:2:12: server.threads: must be an integer from 1 to 1024"},
+      {"threads quoted", "server:\n  threads: \"32\"\n" + p,
+       "config.yaml:2:12: server.threads: must be an integer from 1 to 1024"},
+      {"threads float", "server:\n  threads: 3.5\n" + p,
+       "config.yaml:2:12: server.threads: must be an integer from 1 to 1024"},
+      {"threads list", "server:\n  threads: [1]\n" + p,
+       "config.yaml:2:12: server.threads: must be an integer from 1 to 1024"},
+      {"maxBodyBytes zero", "server:\n  maxBodyBytes: 0\n" + p,
+       "config.yaml:2:17: server.maxBodyBytes: must be a positive integer"},
+      {"maxBodyBytes overflow", "server:\n  maxBodyBytes: 99999999999999999999\n" + p,
+       "config.yaml:2:17: server.maxBodyBytes: must be a positive integer"},
+      {"keepAliveTimeoutSeconds", "server:\n  keepAliveTimeoutSeconds: 3601\n" + p,
+       "config.yaml:2:28: server.keepAliveTimeoutSeconds: must be an integer from 1 to 3600"},
+      {"keepAliveMaxCount", "server:\n  keepAliveMaxCount: -1\n" + p,
+       "config.yaml:2:22: server.keepAliveMaxCount: must be a positive integer"},
+      {"readTimeoutSeconds", "server:\n  readTimeoutSeconds: 0\n" + p,
+       "config.yaml:2:23: server.readTimeoutSeconds: must be an integer from 1 to 3600"},
+      {"writeTimeoutSeconds", "server:\n  writeTimeoutSeconds: yes\n" + p,
+       "config.yaml:2:24: server.writeTimeoutSeconds: must be an integer from 1 to 3600"},
+      {"shutdownGraceSeconds", "server:\n  shutdownGraceSeconds: -1\n" + p,
+       "config.yaml:2:25: server.shutdownGraceSeconds: must be an integer from 0 to 3600"},
+      {"listen", "server:\n  listen: x\n" + p,
+       "config.yaml:2:11: server.listen: listen \"x\": expected host:port"},
+      {"listen not a string", "server:\n  listen: {a: 1}\n" + p,
+       "config.yaml:2:11: server.listen: must be a string"},
+      {"server not a mapping", "server: 8888\n" + p,
+       "config.yaml:1:9: server: must be a mapping"},
+      {"log level", "log:\n  level: verbose\n" + p,
+       "config.yaml:2:10: log.level: must be one of trace, debug, info, warn, error, critical, "
+       "off (got \"verbose\")"},
+      {"log format", "log:\n  format: xml\n" + p,
+       "config.yaml:2:11: log.format: must be one of text, json (got \"xml\")"},
+      {"weight zero", p + "        weight: 0\n",
+       "config.yaml:5:17: profiles[0].policies[0].weight: must be an integer from 1 to 1000"},
+      {"weight too big",
+       "profiles:\n  - name: a\n    policies:\n      - name: A\n      - name: B\n"
+       "        weight: 1001\n",
+       "config.yaml:6:17: profiles[0].policies[1].weight: must be an integer from 1 to 1000"},
+      {"weight string", p + "        weight: heavy\n",
+       "config.yaml:5:17: profiles[0].policies[0].weight: must be an integer from 1 to 1000"},
+      {"policy name empty", "profiles:\n  - name: a\n    policies:\n      - name: \"\"\n",
+       "config.yaml:4:15: profiles[0].policies[0].name: must not be empty"},
+      {"policy name missing", "profiles:\n  - name: a\n    policies:\n      - weight: 2\n",
+       "config.yaml:4:9: profiles[0].policies[0].name: must be set"},
+      {"policy name a list", "profiles:\n  - name: a\n    policies:\n      - name: [x]\n",
+       "config.yaml:4:15: profiles[0].policies[0].name: must be a string"},
+      {"policy not a mapping", "profiles:\n  - name: a\n    policies:\n      - NodeHealth\n",
+       "config.yaml:4:9: profiles[0].policies[0]: must be a mapping"},
+      {"no policies", "profiles:\n  - name: a\n    policies: []\n",
+       "config.yaml:3:15: profiles[0].policies: must list at least one policy"},
+      {"policies missing", "profiles:\n  - name: a\n",
+       "config.yaml:2:5: profiles[0].policies: must be set"},
+      {"policies a mapping", "profiles:\n  - name: a\n    policies: {name: x}\n",
+       "config.yaml:3:15: profiles[0].policies: must be a list"},
+      {"profile name missing", "profiles:\n  - policies: []\n",
+       "config.yaml:2:5: profiles[0].name: must be set"},
+      {"no profiles", "profiles: []\n",
+       "config.yaml:1:11: profiles: must list at least one profile"},
+      {"profiles missing", "log:\n  level: info\n",
+       "config.yaml:1:1: profiles: must be set (at least one profile)"},
+      {"empty document", "",
+       "config.yaml:1:1: profiles: must be set (at least one profile)"},
+      {"profiles a mapping", "profiles:\n  default: {}\n",
+       "config.yaml:2:3: profiles: must be a list"},
+      {"top level a list", "- a\n",
+       "config.yaml:1:1: the configuration must be a mapping"},
+      {"args not a mapping", p + "        args: [1]\n",
+       "config.yaml:5:15: profiles[0].policies[0].args: must be a mapping"},
+      {"args tag", p + "        args:\n          x: !!binary aGk=\n",
+       "config.yaml:6:14: profiles[0].policies[0].args.x: unsupported tag "
+       "\"tag:yaml.org,2002:binary\""},
+      {"args duplicate key", p + "        args: {a: 1, a: 2}\n",
+       "config.yaml:5:22: profiles[0].policies[0].args.a: duplicate field"},
+      {"args nested error", p + "        args:\n          list:\n            - {k: !x 1}\n",
+       "config.yaml:7:19: profiles[0].policies[0].args.list[0].k: unsupported tag \"!x\""},
+  });
+}
+
+TEST(ConfigTest, ReportsYamlSyntaxErrors) {
+  ExpectErrors({
+      {"unclosed flow", "profiles: [\nlog: 1\n",
+       "config.yaml:3:1: invalid YAML: end of sequence flow not found"},
+      {"bad indentation", "server:\n  listen: a\n bad: 1\n",
+       "config.yaml:3:2: invalid YAML: end of map not found"},
+      {"unknown anchor", "profiles: *nope\n",
+       "config.yaml:1:11: invalid YAML: the referenced anchor is not defined"},
+      {"two documents", std::string(kProfiles) + "---\n" + std::string(kProfiles),
+       "config.yaml: expected one YAML document, found 2"},
+  });
+}
+
+TEST(ConfigTest, ConvertsArgsToJson) {
+  constexpr std::string_view kYaml = R"(profiles:
+  - name: default
+    policies:
+      - name: Example
+        args:
+          int: 5
+          negative: -12
+          plusInt: +7
+          bigInt: 9223372036854775807
+          hugeInt: 92233720368547758080
+          quotedInt: "5"
+          singleQuoted: '5'
+          strTag: !!str 5
+          double: 2.5
+          exponent: 1e3
+          leadingDot: .5
+          bool: true
+          boolFalse: False
+          yesIsAString: yes
+          nullWord: null
+          tilde: ~
+          empty:
+          quotedNull: "null"
+          quotedTrue: "true"
+          text: hello world
+          infIsAString: .inf
+          literal: |
+            two
+            lines
+          list: [1, "2", 3.0, x, [true], {k: v}]
+          map:
+            nested:
+              deeper: [~, 0]
+)";
+  StatusOr<Config> got = LoadConfigText(kYaml, "args.yaml");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  const json& args = *got->profiles[0].policies[0].args;
+
+  struct Case {
+    std::string key;
+    json want;
+    json::value_t type;
+  };
+  const std::vector<Case> cases = {
+      {"int", 5, json::value_t::number_integer},
+      {"negative", -12, json::value_t::number_integer},
+      {"plusInt", 7, json::value_t::number_integer},
+      {"bigInt", INT64_MAX, json::value_t::number_integer},
+      {"hugeInt", 92233720368547758080.0, json::value_t::number_float},
+      {"quotedInt", "5", json::value_t::string},
+      {"singleQuoted", "5", json::value_t::string},
+      {"strTag", "5", json::value_t::string},
+      {"double", 2.5, json::value_t::number_float},
+      {"exponent", 1000.0, json::value_t::number_float},
+      {"leadingDot", 0.5, json::value_t::number_float},
+      {"bool", true, json::value_t::boolean},
+      {"boolFalse", false, json::value_t::boolean},
+      {"yesIsAString", "yes", json::value_t::string},
+      {"nullWord", nullptr, json::value_t::null},
+      {"tilde", nullptr, json::value_t::null},
+      {"empty", nullptr, json::value_t::null},
+      {"quotedNull", "null", json::value_t::string},
+      {"quotedTrue", "true", json::value_t::string},
+      {"text", "hello world", json::value_t::string},
+      {"infIsAString", ".inf", json::value_t::string},
+      {"literal", "two\nlines\n", json::value_t::string},
+      {"list", json::parse(R"([1, "2", 3.0, "x", [true], {"k": "v"}])"), json::value_t::array},
+      {"map", json::parse(R"({"nested": {"deeper": [null, 0]}})"), json::value_t::object},
+  };
+  ASSERT_TRUE(args.is_object());
+  EXPECT_EQ(args.size(), cases.size());
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.key);
+    ASSERT_TRUE(args.contains(c.key));
+    EXPECT_EQ(args.at(c.key), c.want);
+    EXPECT_EQ(args.at(c.key).type(), c.type);
+  }
+  // 3.0 stays a float inside the list, and 1 an integer.
+  EXPECT_TRUE(args.at("list").at(0).is_number_integer());
+  EXPECT_TRUE(args.at("list").at(2).is_number_float());
+}
+
+TEST(ConfigTest, ArgsShareAliases) {
+  constexpr std::string_view kYaml = R"(profiles:
+  - name: default
+    policies:
+      - name: A
+        args: &common
+          label: pool
+      - name: B
+        args: *common
+)";
+  StatusOr<Config> got = LoadConfigText(kYaml, "alias.yaml");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got->profiles[0].policies[0].args, json::parse(R"({"label": "pool"})"));
+  EXPECT_EQ(*got->profiles[0].policies[1].args, json::parse(R"({"label": "pool"})"));
+}
+
+TEST(ConfigTest, BoundsArgsSize) {
+  // Nesting deeper than 64 levels.
+  std::string deep = std::string(kProfiles) + "        args:\n          x: " +
+                     std::string(70, '[') + std::string(70, ']') + "\n";
+  StatusOr<Config> got = LoadConfigText(deep, "config.yaml");
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find("profiles[0].policies[0].args.x[0][0]"),
+            std::string::npos);
+  EXPECT_NE(got.status().message().find(": nested more than 64 levels deep"), std::string::npos)
+      << got.status().message();
+
+  // Aliases that multiply ten values into 10^6.
+  std::string bomb = std::string(kProfiles) + "        args:\n          a: &a [0";
+  for (int i = 1; i < 10; ++i) {
+    bomb += ", 0";
+  }
+  bomb += "]\n";
+  std::string prev = "a";
+  for (std::string level : {"b", "c", "d", "e", "f"}) {
+    bomb += "          " + level + ": &" + level + " [*" + prev;
+    for (int i = 1; i < 10; ++i) {
+      bomb += ", *" + prev;
+    }
+    bomb += "]\n";
+    prev = level;
+  }
+  got = LoadConfigText(bomb, "config.yaml");
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find(": too many values (more than 100000)"),
+            std::string::npos)
+      << got.status().message();
+}
+
+TEST(ConfigTest, ParsesListenAddresses) {
+  struct Case {
+    std::string name;
+    std::string listen;
+    std::string want_host;  // host starts as "0.0.0.0"
+    int want_port;
+  };
+  const std::vector<Case> cases = {
+      {"ipv4", "127.0.0.1:8080", "127.0.0.1", 8080},
+      {"host name", "schedext.local:443", "schedext.local", 443},
+      {"ipv6", "[::1]:8080", "::1", 8080},
+      {"ipv6 any", "[::]:9000", "::", 9000},
+      {"port only keeps the host", ":8081", "0.0.0.0", 8081},
+      {"port zero", "localhost:0", "localhost", 0},
+      {"highest port", "0.0.0.0:65535", "0.0.0.0", 65535},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ServerConfig server;
+    ASSERT_EQ(server.host, "0.0.0.0");
+    Status s = ApplyListenAddress(c.listen, server);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(server.host, c.want_host);
+    EXPECT_EQ(server.port, c.want_port);
+  }
+}
+
+TEST(ConfigTest, RejectsBadListenAddresses) {
+  struct Case {
+    std::string name;
+    std::string listen;
+    std::string want;
+  };
+  const std::vector<Case> cases = {
+      {"no port", "x", "listen \"x\": expected host:port"},
+      {"empty", "", "listen \"\": expected host:port"},
+      {"empty port", "host:", "listen \"host:\": missing port"},
+      {"port too big", "host:65536", "listen \"host:65536\": port \"65536\" is not a number from 0 "
+                                     "to 65535"},
+      {"port not a number", ":http", "listen \":http\": port \"http\" is not a number from 0 to "
+                                     "65535"},
+      {"negative port", ":-1", "listen \":-1\": port \"-1\" is not a number from 0 to 65535"},
+      {"unbracketed ipv6", "::1:8080",
+       "listen \"::1:8080\": an IPv6 address must be in brackets, as in \"[::1]:8888\""},
+      {"unclosed bracket", "[::1:8080", "listen \"[::1:8080\": missing ']' after the IPv6 address"},
+      {"bracket without port", "[::1]", "listen \"[::1]\": expected [host]:port"},
+      {"empty brackets", "[]:80", "listen \"[]:80\": empty IPv6 address in brackets"},
+      {"not ipv6 in brackets", "[host]:80", "listen \"[host]:80\": invalid IPv6 address \"host\""},
+      {"space in host", "a b:80", "listen \"a b:80\": invalid host \"a b\""},
+      {"url", "http://x:80", "listen \"http://x:80\": an IPv6 address must be in brackets, as in "
+                             "\"[::1]:8888\""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ServerConfig server;
+    server.host = "keep";
+    server.port = 1;
+    Status s = ApplyListenAddress(c.listen, server);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(s.message(), c.want);
+    EXPECT_EQ(server.host, "keep");  // untouched on error
+    EXPECT_EQ(server.port, 1);
+  }
+}
+
+TEST(ConfigTest, SelectsDefaultProfile) {
+  constexpr std::string_view kYaml = R"(defaultProfile: b
+profiles:
+  - name: a
+    policies: [{name: X}]
+  - name: b
+    policies: [{name: Y}]
+)";
+  StatusOr<Config> got = LoadConfigText(kYaml, "config.yaml");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->default_profile, "b");
+}
+
+TEST(ConfigTest, RejectsUnknownDefaultProfile) {
+  ExpectErrors({
+      {"unknown", "defaultProfile: c\n" + std::string(R"(profiles:
+  - name: a
+    policies: [{name: X}]
+  - name: b
+    policies: [{name: Y}]
+)"),
+       "config.yaml:1:17: defaultProfile: unknown profile \"c\" (profiles: a, b)"},
+      {"not a string", "defaultProfile: [a]\n" + std::string(kProfiles),
+       "config.yaml:1:17: defaultProfile: must be a string"},
+  });
+}
+
+TEST(ConfigTest, RejectsDuplicateProfileNames) {
+  ExpectErrors({
+      {"second", R"(profiles:
+  - name: a
+    policies: [{name: X}]
+  - name: a
+    policies: [{name: Y}]
+)",
+       "config.yaml:4:11: profiles[1].name: duplicate profile name \"a\" (also profiles[0])"},
+      {"third", R"(profiles:
+  - name: a
+    policies: [{name: X}]
+  - name: b
+    policies: [{name: X}]
+  - name: b
+    policies: [{name: X}]
+)",
+       "config.yaml:6:11: profiles[2].name: duplicate profile name \"b\" (also profiles[1])"},
+  });
+}
+
+TEST(ConfigTest, RejectsReservedProfileNames) {
+  const std::vector<std::string> reserved = {"filter",  "prioritize", "preempt",
+                                             "bind",    "healthz",    "readyz",
+                                             "version", "metrics",    "gpushare"};
+  std::vector<ErrorCase> cases;
+  for (const std::string& name : reserved) {
+    cases.push_back({name, "profiles:\n  - name: " + name + "\n    policies: [{name: X}]\n",
+                     "config.yaml:2:11: profiles[0].name: \"" + name +
+                         "\" is reserved (reserved names: filter, prioritize, preempt, bind, "
+                         "healthz, readyz, version, metrics, gpushare)"});
+  }
+  ExpectErrors(cases);
+}
+
+TEST(ConfigTest, ValidatesProfileNames) {
+  const std::vector<std::string> good = {"a", "gpu", "gpu-2", "0", "a-b-c", "filters", "x9"};
+  for (const std::string& name : good) {
+    SCOPED_TRACE(name);
+    StatusOr<Config> got =
+        LoadConfigText("profiles:\n  - name: " + name + "\n    policies: [{name: X}]\n", "c");
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(got->profiles[0].name, name);
+  }
+  const std::vector<std::string> bad = {"Gpu", "-a", "a-", "a_b", "a.b", "a/b", "\"\"", "\"a b\""};
+  std::vector<ErrorCase> cases;
+  for (const std::string& name : bad) {
+    std::string shown = name.front() == '"' ? name : "\"" + name + "\"";
+    cases.push_back({name, "profiles:\n  - name: " + name + "\n    policies: [{name: X}]\n",
+                     "config.yaml:2:11: profiles[0].name: " + shown +
+                         " is not a valid profile name: use lowercase letters, digits and '-', "
+                         "starting and ending with a letter or digit"});
+  }
+  ExpectErrors(cases);
+}
+
+class TempFile {
+ public:
+  explicit TempFile(std::string_view text) {
+    char name[] = "/tmp/schedext-config-test-XXXXXX";
+    int fd = ::mkstemp(name);
+    EXPECT_GE(fd, 0);
+    ::close(fd);
+    path_ = name;
+    std::ofstream(path_) << text;
+  }
+  ~TempFile() { std::remove(path_.c_str()); }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST(ConfigTest, LoadsFile) {
+  TempFile file(EmbeddedDefaultConfig());
+  StatusOr<Config> got = LoadConfigFile(file.path());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->profiles[0].name, "default");
+}
+
+TEST(ConfigTest, NamesTheFileInErrors) {
+  TempFile file("log:\n  level: loud\n" + std::string(kProfiles));
+  StatusOr<Config> got = LoadConfigFile(file.path());
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(got.status().message(),
+            file.path() +
+                ":2:10: log.level: must be one of trace, debug, info, warn, error, critical, off "
+                "(got \"loud\")");
+}
+
+TEST(ConfigTest, ReportsMissingFile) {
+  StatusOr<Config> got = LoadConfigFile("/nonexistent-schedext-dir/x.yaml");
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(got.status().message(),
+            "read config \"/nonexistent-schedext-dir/x.yaml\": No such file or directory");
+}
+
+TEST(ConfigTest, ReportsUnreadableFile) {
+  StatusOr<Config> got = LoadConfigFile("/tmp");  // a directory
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(got.status().message(), "read config \"/tmp\": Is a directory");
+}
+
+}  // namespace
+}  // namespace schedext::config

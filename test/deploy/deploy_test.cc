@@ -1,1 +1,531 @@
-// placeholder: not yet written
+// Checks the files under deploy/: the kustomize base renders to the expected
+// objects and carries a valid schedext configuration, and the scheduler-side
+// configurations only name routes that the deployed schedext serves.
+//
+// Needs kubectl on PATH (or $KUBECTL) for `kubectl kustomize`; Debian's
+// `kubernetes-client` package provides it. A missing kubectl is a failure.
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include "schedext/config/config.h"
+
+namespace schedext {
+namespace {
+
+const std::string kSourceDir = SCHEDEXT_SOURCE_DIR;
+const std::string kBaseDir = kSourceDir + "/deploy/base";
+const std::string kSchedulerDir = kSourceDir + "/deploy/scheduler";
+
+// The verbs schedext serves, at /<verb> and /<profile>/<verb>.
+const std::set<std::string> kServedVerbs = {"filter", "prioritize", "preempt", "bind"};
+
+struct CommandOutput {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string ShellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+// Runs `command` with /bin/sh; stdout and stderr are captured separately.
+CommandOutput RunCommand(const std::string& command) {
+  CommandOutput result;
+  char err_path[] = "/tmp/schedext-deploy-test-XXXXXX";
+  int fd = ::mkstemp(err_path);
+  if (fd < 0) {
+    result.err = "mkstemp failed";
+    return result;
+  }
+  ::close(fd);
+  FILE* pipe = ::popen((command + " 2>" + ShellQuote(err_path)).c_str(), "r");
+  if (pipe == nullptr) {
+    std::remove(err_path);
+    result.err = "popen failed";
+    return result;
+  }
+  char buf[8192];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) {
+    result.out.append(buf, n);
+  }
+  int status = ::pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.err = ReadFile(err_path);
+  std::remove(err_path);
+  return result;
+}
+
+std::string Kubectl() {
+  const char* env = std::getenv("KUBECTL");
+  return env != nullptr && *env != '\0' ? env : "kubectl";
+}
+
+std::string Str(const YAML::Node& n) { return n && n.IsScalar() ? n.Scalar() : ""; }
+
+// A plain (unquoted) integer scalar.
+std::optional<int64_t> Int(const YAML::Node& n) {
+  if (!n || !n.IsScalar() || n.Tag() != "?") {
+    return std::nullopt;
+  }
+  try {
+    return n.as<int64_t>();
+  } catch (const YAML::Exception&) {
+    return std::nullopt;
+  }
+}
+
+// A plain `true` or `false`.
+std::optional<bool> Bool(const YAML::Node& n) {
+  if (!n || !n.IsScalar() || n.Tag() != "?") {
+    return std::nullopt;
+  }
+  if (n.Scalar() == "true") {
+    return true;
+  }
+  if (n.Scalar() == "false") {
+    return false;
+  }
+  return std::nullopt;
+}
+
+// The rendered kustomize base, shared by the tests of this suite.
+class DeployTest : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    objects_ = new std::vector<YAML::Node>();
+    render_error_ = new std::string();
+    CommandOutput which = RunCommand("command -v " + ShellQuote(Kubectl()));
+    if (which.exit_code != 0) {
+      *render_error_ = "kubectl not found on PATH (set $KUBECTL, or install it: Debian's "
+                       "kubernetes-client package); deploy_test renders deploy/base with "
+                       "`kubectl kustomize`";
+      return;
+    }
+    CommandOutput r = RunCommand(ShellQuote(Kubectl()) + " kustomize " + ShellQuote(kBaseDir));
+    if (r.exit_code != 0) {
+      *render_error_ = "`kubectl kustomize " + kBaseDir + "` failed (exit " +
+                       std::to_string(r.exit_code) + "): " + r.err;
+      return;
+    }
+    try {
+      for (const YAML::Node& doc : YAML::LoadAll(r.out)) {
+        if (doc.IsMap()) {
+          objects_->push_back(doc);
+        }
+      }
+    } catch (const YAML::Exception& e) {
+      *render_error_ = std::string("cannot parse the rendered base: ") + e.what();
+    }
+  }
+  static void TearDownTestSuite() {
+    delete objects_;
+    delete render_error_;
+    objects_ = nullptr;
+    render_error_ = nullptr;
+  }
+  void SetUp() override { ASSERT_TRUE(render_error_->empty()) << *render_error_; }
+
+  // The one rendered object of `kind`; fails the test when there is not exactly one.
+  static YAML::Node One(const std::string& kind) {
+    std::vector<YAML::Node> found;
+    for (const YAML::Node& o : *objects_) {
+      if (Str(o["kind"]) == kind) {
+        found.push_back(o);
+      }
+    }
+    EXPECT_EQ(found.size(), 1u) << "rendered objects of kind " << kind;
+    return found.empty() ? YAML::Node() : found.front();
+  }
+
+  // The schedext configuration in the rendered ConfigMap.
+  static StatusOr<config::Config> DeployedConfig() {
+    YAML::Node cm = One("ConfigMap");
+    return config::LoadConfigText(Str(cm["data"]["schedext.yaml"]), "ConfigMap schedext.yaml");
+  }
+
+  static YAML::Node Container() {
+    YAML::Node containers = One("Deployment")["spec"]["template"]["spec"]["containers"];
+    EXPECT_TRUE(containers.IsSequence() && containers.size() == 1u) << "one container";
+    return containers.IsSequence() && containers.size() > 0 ? containers[0] : YAML::Node();
+  }
+
+  static std::vector<YAML::Node>* objects_;
+  static std::string* render_error_;
+};
+
+std::vector<YAML::Node>* DeployTest::objects_ = nullptr;
+std::string* DeployTest::render_error_ = nullptr;
+
+TEST_F(DeployTest, BaseRendersExpectedKinds) {
+  std::map<std::string, int> kinds;
+  for (const YAML::Node& o : *objects_) {
+    ++kinds[Str(o["kind"])];
+  }
+  const std::map<std::string, int> want = {
+      {"Namespace", 1},          {"ServiceAccount", 1}, {"ClusterRole", 1},
+      {"ClusterRoleBinding", 1}, {"ConfigMap", 1},      {"Deployment", 1},
+      {"Service", 1},
+  };
+  EXPECT_EQ(kinds, want);
+
+  EXPECT_EQ(Str(One("Namespace")["metadata"]["name"]), "schedext-system");
+  for (const YAML::Node& o : *objects_) {
+    std::string kind = Str(o["kind"]);
+    if (kind == "Namespace" || kind == "ClusterRole" || kind == "ClusterRoleBinding") {
+      continue;  // cluster-scoped
+    }
+    SCOPED_TRACE(kind);
+    EXPECT_EQ(Str(o["metadata"]["namespace"]), "schedext-system");
+  }
+}
+
+TEST_F(DeployTest, ConfigMapHoldsValidConfig) {
+  YAML::Node cm = One("ConfigMap");
+  EXPECT_EQ(Str(cm["metadata"]["name"]).rfind("schedext-config", 0), 0u);
+  ASSERT_TRUE(cm["data"]["schedext.yaml"].IsScalar());
+  StatusOr<config::Config> cfg = DeployedConfig();
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_FALSE(cfg->profiles.empty());
+}
+
+TEST_F(DeployTest, DeploymentProbesAndConfigPath) {
+  YAML::Node pod = One("Deployment")["spec"]["template"]["spec"];
+  YAML::Node c = Container();
+  ASSERT_TRUE(c.IsMap());
+
+  // The container port named http is the one schedext listens on.
+  std::optional<int64_t> container_port;
+  for (const YAML::Node& p : c["ports"]) {
+    if (Str(p["name"]) == "http") {
+      container_port = Int(p["containerPort"]);
+    }
+  }
+  ASSERT_TRUE(container_port.has_value()) << "a containerPort named http";
+  StatusOr<config::Config> cfg = DeployedConfig();
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_EQ(*container_port, cfg->server.port) << "containerPort vs server.listen";
+
+  // Probes: GET /healthz (liveness) and /readyz (readiness) on that port.
+  struct Probe {
+    std::string field;
+    std::string path;
+  };
+  const Probe probes[] = {{"livenessProbe", "/healthz"}, {"readinessProbe", "/readyz"}};
+  for (const Probe& probe : probes) {
+    SCOPED_TRACE(probe.field);
+    YAML::Node get = c[probe.field]["httpGet"];
+    ASSERT_TRUE(get.IsMap());
+    EXPECT_EQ(Str(get["path"]), probe.path);
+    std::string port = Str(get["port"]);
+    EXPECT_TRUE(port == "http" || port == std::to_string(*container_port)) << port;
+    std::string scheme = Str(get["scheme"]);
+    EXPECT_TRUE(scheme.empty() || scheme == "HTTP") << scheme;
+  }
+
+  // --config <path> (or --config=<path>) names the file in the mounted ConfigMap.
+  std::string config_path;
+  std::vector<std::string> args;
+  for (const YAML::Node& a : c["args"]) {
+    args.push_back(Str(a));
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--config" && i + 1 < args.size()) {
+      config_path = args[i + 1];
+    } else if (args[i].rfind("--config=", 0) == 0) {
+      config_path = args[i].substr(9);
+    }
+  }
+  ASSERT_FALSE(config_path.empty()) << "args pass --config";
+  EXPECT_EQ(config_path, "/etc/schedext/schedext.yaml");
+
+  std::string cm_name = Str(One("ConfigMap")["metadata"]["name"]);
+  bool mounted = false;
+  for (const YAML::Node& m : c["volumeMounts"]) {
+    std::string dir = Str(m["mountPath"]);
+    if (dir.empty() || config_path.rfind(dir + "/", 0) != 0) {
+      continue;
+    }
+    std::string key = config_path.substr(dir.size() + 1);
+    for (const YAML::Node& v : pod["volumes"]) {
+      if (Str(v["name"]) == Str(m["name"]) && Str(v["configMap"]["name"]) == cm_name) {
+        mounted = One("ConfigMap")["data"][key].IsScalar();
+      }
+    }
+  }
+  EXPECT_TRUE(mounted) << config_path << " is not a key of the mounted ConfigMap " << cm_name;
+
+  // Hardening.
+  EXPECT_EQ(Bool(pod["securityContext"]["runAsNonRoot"]), true);
+  EXPECT_EQ(Bool(c["securityContext"]["runAsNonRoot"]), true);
+  EXPECT_EQ(Bool(c["securityContext"]["readOnlyRootFilesystem"]), true);
+  EXPECT_EQ(Bool(c["securityContext"]["allowPrivilegeEscalation"]), false);
+  ASSERT_TRUE(c["securityContext"]["capabilities"]["drop"].IsSequence());
+  EXPECT_EQ(Str(c["securityContext"]["capabilities"]["drop"][0]), "ALL");
+  EXPECT_EQ(Str(c["resources"]["requests"]["cpu"]), "100m");
+  EXPECT_EQ(Str(c["resources"]["requests"]["memory"]), "128Mi");
+  EXPECT_EQ(Str(c["resources"]["limits"]["cpu"]), "2");
+  EXPECT_EQ(Str(c["resources"]["limits"]["memory"]), "1Gi");
+}
+
+TEST_F(DeployTest, ServiceAndRbacMatchTheDeployment) {
+  YAML::Node svc = One("Service");
+  ASSERT_TRUE(svc["spec"]["ports"].IsSequence());
+  YAML::Node port = svc["spec"]["ports"][0];
+  EXPECT_EQ(Int(port["port"]), 8888);
+  EXPECT_EQ(Str(port["targetPort"]), "http");
+  YAML::Node selector = svc["spec"]["selector"];
+  YAML::Node labels = One("Deployment")["spec"]["template"]["metadata"]["labels"];
+  ASSERT_TRUE(selector.IsMap());
+  for (auto it = selector.begin(); it != selector.end(); ++it) {
+    EXPECT_EQ(Str(labels[it->first.Scalar()]), Str(it->second)) << it->first.Scalar();
+  }
+
+  std::string sa = Str(One("ServiceAccount")["metadata"]["name"]);
+  EXPECT_EQ(Str(One("Deployment")["spec"]["template"]["spec"]["serviceAccountName"]), sa);
+  YAML::Node binding = One("ClusterRoleBinding");
+  EXPECT_EQ(Str(binding["roleRef"]["name"]), Str(One("ClusterRole")["metadata"]["name"]));
+  ASSERT_TRUE(binding["subjects"].IsSequence());
+  EXPECT_EQ(Str(binding["subjects"][0]["kind"]), "ServiceAccount");
+  EXPECT_EQ(Str(binding["subjects"][0]["name"]), sa);
+  EXPECT_EQ(Str(binding["subjects"][0]["namespace"]), "schedext-system");
+
+  // resource → verbs granted, core group and events.k8s.io.
+  std::map<std::string, std::set<std::string>> granted;
+  for (const YAML::Node& rule : One("ClusterRole")["rules"]) {
+    for (const YAML::Node& r : rule["resources"]) {
+      for (const YAML::Node& v : rule["verbs"]) {
+        granted[Str(r)].insert(Str(v));
+      }
+    }
+  }
+  EXPECT_TRUE(granted["pods/binding"].count("create"));
+  EXPECT_TRUE(granted["bindings"].count("create"));
+  for (const char* r : {"nodes", "pods"}) {
+    for (const char* v : {"get", "list", "watch"}) {
+      EXPECT_TRUE(granted[r].count(v)) << r << " " << v;
+    }
+  }
+  EXPECT_TRUE(granted["events"].count("create"));
+  EXPECT_TRUE(granted["events"].count("patch"));
+}
+
+// Whether `s` is a Go time.Duration string such as "5s", "1m30s" or "500ms":
+// ([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+
+bool IsGoDuration(std::string_view s) {
+  static constexpr std::string_view kUnits[] = {"ns", "us", "\u00b5s", "ms", "s", "m", "h"};
+  if (s.empty()) {
+    return false;
+  }
+  while (!s.empty()) {
+    size_t digits = 0;
+    while (digits < s.size() && s[digits] >= '0' && s[digits] <= '9') {
+      ++digits;
+    }
+    if (digits == 0) {
+      return false;
+    }
+    s.remove_prefix(digits);
+    if (!s.empty() && s.front() == '.') {
+      s.remove_prefix(1);
+      size_t fraction = 0;
+      while (fraction < s.size() && s[fraction] >= '0' && s[fraction] <= '9') {
+        ++fraction;
+      }
+      if (fraction == 0) {
+        return false;
+      }
+      s.remove_prefix(fraction);
+    }
+    bool unit = false;
+    for (std::string_view u : kUnits) {  // two-letter units first: "ms" before "m"
+      if (s.substr(0, u.size()) == u) {
+        s.remove_prefix(u.size());
+        unit = true;
+        break;
+      }
+    }
+    if (!unit) {
+      return false;
+    }
+  }
+  return true;
+}
+
+TEST(DeployHelpersTest, RecognisesGoDurations) {
+  for (std::string_view good : {"5s", "1m30s", "500ms", "1.5h", "10us", "2\u00b5s", "100ns"}) {
+    EXPECT_TRUE(IsGoDuration(good)) << good;
+  }
+  for (std::string_view bad : {"", "5", "s", "5 s", "1.s", "5sec", "-5s", "5000000000"}) {
+    EXPECT_FALSE(IsGoDuration(bad)) << bad;
+  }
+}
+
+// Splits "http://host:port/path" into scheme, authority and path.
+struct Url {
+  std::string scheme;
+  std::string authority;
+  std::string path;
+};
+
+std::optional<Url> ParseUrl(const std::string& s) {
+  size_t sep = s.find("://");
+  if (sep == std::string::npos) {
+    return std::nullopt;
+  }
+  Url url;
+  url.scheme = s.substr(0, sep);
+  std::string rest = s.substr(sep + 3);
+  size_t slash = rest.find('/');
+  url.authority = rest.substr(0, slash);
+  url.path = slash == std::string::npos ? "" : rest.substr(slash);
+  while (!url.path.empty() && url.path.back() == '/') {
+    url.path.pop_back();  // kube-scheduler trims trailing slashes before adding "/<verb>"
+  }
+  return url;
+}
+
+struct SchedulerConfigCase {
+  std::string file;
+  bool legacy;             // Policy JSON (≤ 1.22) rather than KubeSchedulerConfiguration v1
+  bool node_cache_capable;
+};
+
+TEST_F(DeployTest, SchedulerConfigsNameServedRoutes) {
+  StatusOr<config::Config> cfg = DeployedConfig();
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  std::set<std::string> routes;
+  for (const std::string& verb : kServedVerbs) {
+    routes.insert("/" + verb);
+    for (const config::ProfileConfig& p : cfg->profiles) {
+      routes.insert("/" + p.name + "/" + verb);
+    }
+  }
+  YAML::Node svc = One("Service");
+  std::string service_authority = Str(svc["metadata"]["name"]) + "." +
+                                  Str(svc["metadata"]["namespace"]) + ".svc:" +
+                                  Str(svc["spec"]["ports"][0]["port"]);
+
+  // Keys each format accepts (v1 decodes strictly; unknown keys fail the scheduler).
+  const std::set<std::string> v1_keys = {
+      "urlPrefix",  "filterVerb",  "preemptVerb",      "prioritizeVerb",   "weight",
+      "bindVerb",   "enableHTTPS", "tlsConfig",        "httpTimeout",      "nodeCacheCapable",
+      "managedResources", "ignorable"};
+  const std::set<std::string> legacy_keys = {
+      "urlPrefix",  "filterVerb",  "preemptVerb",      "prioritizeVerb",   "weight",
+      "bindVerb",   "enableHttps", "tlsConfig",        "httpTimeout",      "nodeCacheCapable",
+      "managedResources", "ignorable"};
+
+  const std::vector<SchedulerConfigCase> cases = {
+      {"kube-scheduler-config-nodecache.yaml", false, true},
+      {"kube-scheduler-config-fullnodes.yaml", false, false},
+      {"policy-legacy.json", true, true},
+  };
+  for (const SchedulerConfigCase& c : cases) {
+    SCOPED_TRACE(c.file);
+    YAML::Node doc;
+    try {
+      doc = YAML::LoadFile(kSchedulerDir + "/" + c.file);
+    } catch (const YAML::Exception& e) {
+      ADD_FAILURE() << e.what();
+      continue;
+    }
+    if (c.legacy) {
+      EXPECT_EQ(Str(doc["kind"]), "Policy");
+      EXPECT_EQ(Str(doc["apiVersion"]), "v1");
+    } else {
+      EXPECT_EQ(Str(doc["kind"]), "KubeSchedulerConfiguration");
+      EXPECT_EQ(Str(doc["apiVersion"]), "kubescheduler.config.k8s.io/v1");
+      // A second scheduler: its own scheduler name and leader-election lease.
+      ASSERT_TRUE(doc["profiles"].IsSequence());
+      for (const YAML::Node& p : doc["profiles"]) {
+        EXPECT_EQ(Str(p["schedulerName"]), "schedext-scheduler");
+      }
+      EXPECT_EQ(Str(doc["leaderElection"]["resourceName"]), "schedext-scheduler");
+    }
+
+    YAML::Node extenders = doc["extenders"];
+    ASSERT_TRUE(extenders.IsSequence());
+    ASSERT_EQ(extenders.size(), 1u);
+    YAML::Node e = extenders[0];
+    ASSERT_TRUE(e.IsMap());
+    for (auto it = e.begin(); it != e.end(); ++it) {
+      const std::set<std::string>& keys = c.legacy ? legacy_keys : v1_keys;
+      EXPECT_TRUE(keys.count(it->first.Scalar())) << "unknown extender key " << it->first.Scalar();
+    }
+
+    std::optional<Url> url = ParseUrl(Str(e["urlPrefix"]));
+    ASSERT_TRUE(url.has_value()) << Str(e["urlPrefix"]);
+    EXPECT_EQ(url->authority, service_authority);
+    std::optional<bool> https = Bool(e[c.legacy ? "enableHttps" : "enableHTTPS"]);
+    ASSERT_TRUE(https.has_value());
+    EXPECT_EQ(url->scheme, *https ? "https" : "http");
+
+    int verbs = 0;
+    for (const char* key : {"filterVerb", "prioritizeVerb", "preemptVerb", "bindVerb"}) {
+      if (!e[key]) {
+        continue;
+      }
+      ++verbs;
+      std::string verb = Str(e[key]);
+      EXPECT_TRUE(kServedVerbs.count(verb)) << key << ": " << verb;
+      EXPECT_TRUE(routes.count(url->path + "/" + verb))
+          << key << ": " << url->path + "/" + verb << " is not a route schedext serves";
+    }
+    EXPECT_GE(verbs, 2) << "at least filterVerb and prioritizeVerb";
+    EXPECT_TRUE(e["filterVerb"]);
+    EXPECT_TRUE(e["prioritizeVerb"]);
+
+    EXPECT_EQ(Bool(e["nodeCacheCapable"]), c.node_cache_capable);
+    std::optional<int64_t> weight = Int(e["weight"]);
+    ASSERT_TRUE(weight.has_value());
+    EXPECT_GT(*weight, 0);
+    EXPECT_EQ(Bool(e["ignorable"]), false);
+
+    if (c.legacy) {
+      // Go time.Duration: integer nanoseconds. 1 s .. 10 min catches seconds by mistake.
+      std::optional<int64_t> ns = Int(e["httpTimeout"]);
+      ASSERT_TRUE(ns.has_value()) << "httpTimeout must be an integer of nanoseconds";
+      EXPECT_GE(*ns, 1000000000);
+      EXPECT_LE(*ns, 600000000000);
+    } else {
+      std::string timeout = Str(e["httpTimeout"]);
+      EXPECT_TRUE(IsGoDuration(timeout)) << "httpTimeout " << timeout;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace schedext
