@@ -1,1 +1,172 @@
-// placeholder: not yet written
+#include "policy/builtin/node_health/node_health.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "schedext/policy/policy.h"
+#include "testing/model_builders.h"
+
+namespace schedext::policy {
+namespace {
+
+using model::TaintEffect;
+using nlohmann::json;
+using test::NodeBuilder;
+using test::PodBuilder;
+using test::TestArena;
+
+constexpr std::string_view kUnschedulable = "node(s) were unschedulable";
+constexpr std::string_view kNotReady = "node(s) were not ready";
+constexpr std::string_view kMemoryPressure = "node(s) had memory pressure";
+constexpr std::string_view kDiskPressure = "node(s) had disk pressure";
+constexpr std::string_view kPidPressure = "node(s) had PID pressure";
+constexpr std::string_view kNetworkUnavailable = "node(s) had network unavailable";
+
+TEST(NodeHealthTest, RejectsCordonedNotReadyAndPressuredNodes) {
+  struct Case {
+    std::string name;
+    std::string args;
+    std::function<void(PodBuilder&)> pod;
+    std::function<void(NodeBuilder&)> node;
+    Verdict want;
+  };
+  const auto any_pod = [](PodBuilder&) {};
+  const std::vector<Case> cases = {
+      {"healthy", "{}", any_pod, [](NodeBuilder& n) { n.Ready(); }, Verdict::Success()},
+      {"healthy with pressure conditions False", "{}", any_pod,
+       [](NodeBuilder& n) {
+         n.Ready()
+             .Condition("MemoryPressure", "False")
+             .Condition("DiskPressure", "False")
+             .Condition("PIDPressure", "False")
+             .Condition("NetworkUnavailable", "False");
+       },
+       Verdict::Success()},
+      {"unschedulable", "{}", any_pod, [](NodeBuilder& n) { n.Ready().Unschedulable(); },
+       Verdict::Unresolvable(kUnschedulable)},
+      {"unschedulable tolerated by the unschedulable taint's toleration", "{}",
+       [](PodBuilder& p) {
+         p.TolerationExists("node.kubernetes.io/unschedulable", TaintEffect::kNoSchedule);
+       },
+       [](NodeBuilder& n) { n.Ready().Unschedulable(); }, Verdict::Success()},
+      {"unschedulable tolerated by a wildcard toleration", "{}",
+       [](PodBuilder& p) { p.TolerationExists("", std::nullopt); },
+       [](NodeBuilder& n) { n.Ready().Unschedulable(); }, Verdict::Success()},
+      {"a NoExecute toleration does not tolerate cordoning", "{}",
+       [](PodBuilder& p) {
+         p.TolerationExists("node.kubernetes.io/unschedulable", TaintEffect::kNoExecute);
+       },
+       [](NodeBuilder& n) { n.Ready().Unschedulable(); }, Verdict::Unresolvable(kUnschedulable)},
+      {"Ready absent", "{}", any_pod, [](NodeBuilder&) {}, Verdict::Unresolvable(kNotReady)},
+      {"Ready False", "{}", any_pod, [](NodeBuilder& n) { n.Condition("Ready", "False"); },
+       Verdict::Unresolvable(kNotReady)},
+      {"Ready Unknown", "{}", any_pod, [](NodeBuilder& n) { n.Condition("Ready", "Unknown"); },
+       Verdict::Unresolvable(kNotReady)},
+      {"memory pressure", "{}", any_pod,
+       [](NodeBuilder& n) { n.Ready().Condition("MemoryPressure", "True"); },
+       Verdict::Unresolvable(kMemoryPressure)},
+      {"disk pressure", "{}", any_pod,
+       [](NodeBuilder& n) { n.Ready().Condition("DiskPressure", "True"); },
+       Verdict::Unresolvable(kDiskPressure)},
+      {"PID pressure", "{}", any_pod,
+       [](NodeBuilder& n) { n.Ready().Condition("PIDPressure", "True"); },
+       Verdict::Unresolvable(kPidPressure)},
+      {"network unavailable", "{}", any_pod,
+       [](NodeBuilder& n) { n.Ready().Condition("NetworkUnavailable", "True"); },
+       Verdict::Unresolvable(kNetworkUnavailable)},
+      {"pressure Unknown passes", "{}", any_pod,
+       [](NodeBuilder& n) { n.Ready().Condition("MemoryPressure", "Unknown"); },
+       Verdict::Success()},
+      {"unschedulable is checked before readiness", "{}", any_pod,
+       [](NodeBuilder& n) { n.Unschedulable(); }, Verdict::Unresolvable(kUnschedulable)},
+      {"readiness is checked before pressure", "{}", any_pod,
+       [](NodeBuilder& n) { n.Condition("DiskPressure", "True"); },
+       Verdict::Unresolvable(kNotReady)},
+      {"pressures in order", "{}", any_pod,
+       [](NodeBuilder& n) {
+         n.Ready()
+             .Condition("NetworkUnavailable", "True")
+             .Condition("PIDPressure", "True")
+             .Condition("DiskPressure", "True");
+       },
+       Verdict::Unresolvable(kDiskPressure)},
+      {"unschedulable check disabled", R"({"unschedulable": false})", any_pod,
+       [](NodeBuilder& n) { n.Ready().Unschedulable(); }, Verdict::Success()},
+      {"readiness check disabled", R"({"notReady": false})", any_pod, [](NodeBuilder&) {},
+       Verdict::Success()},
+      {"memory check disabled", R"({"memoryPressure": false})", any_pod,
+       [](NodeBuilder& n) { n.Ready().Condition("MemoryPressure", "True"); }, Verdict::Success()},
+      {"disk check disabled, PID still on", R"({"diskPressure": false})", any_pod,
+       [](NodeBuilder& n) {
+         n.Ready().Condition("DiskPressure", "True").Condition("PIDPressure", "True");
+       },
+       Verdict::Unresolvable(kPidPressure)},
+      {"PID check disabled", R"({"pidPressure": false})", any_pod,
+       [](NodeBuilder& n) { n.Ready().Condition("PIDPressure", "True"); }, Verdict::Success()},
+      {"network check disabled", R"({"networkUnavailable": false})", any_pod,
+       [](NodeBuilder& n) { n.Ready().Condition("NetworkUnavailable", "True"); },
+       Verdict::Success()},
+      {"explicit true keeps a check", R"({"notReady": true})", any_pod, [](NodeBuilder&) {},
+       Verdict::Unresolvable(kNotReady)},
+  };
+  TestArena arena;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    StatusOr<std::unique_ptr<Policy>> policy = NewNodeHealth(json::parse(c.args), PolicyContext{});
+    ASSERT_TRUE(policy.ok()) << policy.status().ToString();
+    const FilterHook* filter = (*policy)->AsFilter();
+    ASSERT_NE(filter, nullptr);
+    PodBuilder pod_builder(arena);
+    c.pod(pod_builder);
+    NodeBuilder node_builder(arena);
+    c.node(node_builder);
+    const model::PodInfo pod = pod_builder.Build();
+    RequestState state;
+    ASSERT_TRUE(filter->PreFilter(state, pod).ok());
+    Verdict got = filter->Filter(state, pod, node_builder.Build());
+    EXPECT_EQ(got.code, c.want.code);
+    EXPECT_EQ(got.reason, c.want.reason);
+  }
+}
+
+TEST(NodeHealthTest, IsAFilterOnly) {
+  StatusOr<std::unique_ptr<Policy>> policy = NewNodeHealth(json::object(), PolicyContext{});
+  ASSERT_TRUE(policy.ok()) << policy.status().ToString();
+  EXPECT_EQ((*policy)->Name(), "NodeHealth");
+  EXPECT_NE((*policy)->AsFilter(), nullptr);
+  EXPECT_EQ((*policy)->AsScorer(), nullptr);
+}
+
+TEST(NodeHealthTest, RejectsInvalidArgsNamingTheField) {
+  struct Case {
+    std::string name;
+    std::string args;
+    std::string want;
+  };
+  const std::vector<Case> cases = {
+      {"unknown key", R"({"notready": false})",
+       "profiles[1].policies[0].args.notready: unknown field (known: unschedulable, notReady, "
+       "memoryPressure, diskPressure, pidPressure, networkUnavailable)"},
+      {"string instead of bool", R"({"notReady": "false"})",
+       "profiles[1].policies[0].args.notReady: must be a boolean"},
+      {"number instead of bool", R"({"pidPressure": 0})",
+       "profiles[1].policies[0].args.pidPressure: must be a boolean"},
+      {"not an object", R"("all")", "profiles[1].policies[0].args: must be an object"},
+  };
+  PolicyContext context;
+  context.args_path = "profiles[1].policies[0].args";
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    StatusOr<std::unique_ptr<Policy>> policy = NewNodeHealth(json::parse(c.args), context);
+    EXPECT_EQ(policy.status(), InvalidArgumentError(c.want));
+  }
+}
+
+}  // namespace
+}  // namespace schedext::policy

@@ -1,1 +1,18 @@
-// placeholder: not yet written
+// RegisterBuiltinPolicies: the one list of built-in policies.
+#include "policy/builtin/node_health/node_health.h"
+#include "policy/builtin/node_label/node_label.h"
+#include "policy/builtin/node_numeric/node_numeric.h"
+#include "policy/builtin/taint_toleration/taint_toleration.h"
+#include "schedext/policy/registry.h"
+
+namespace schedext::policy {
+
+Status RegisterBuiltinPolicies(Registry& registry) {
+  SCHEDEXT_RETURN_IF_ERROR(registry.Register("NodeLabel", NewNodeLabel));
+  SCHEDEXT_RETURN_IF_ERROR(registry.Register("TaintToleration", NewTaintToleration));
+  SCHEDEXT_RETURN_IF_ERROR(registry.Register("NodeHealth", NewNodeHealth));
+  SCHEDEXT_RETURN_IF_ERROR(registry.Register("NodeNumeric", NewNodeNumeric));
+  return OkStatus();
+}
+
+}  // namespace schedext::policy

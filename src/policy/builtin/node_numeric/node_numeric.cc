@@ -1,1 +1,188 @@
-// placeholder: not yet written
+#include "policy/builtin/node_numeric/node_numeric.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#include "policy/args.h"
+
+namespace schedext::policy {
+namespace {
+
+constexpr std::string_view kName = "NodeNumeric";
+
+// Raw scores are values in fixed point with six decimals, clamped to ±1e18
+// (values beyond ±1e12 compare equal to the bound). kMissing marks a node with
+// no valid value; it lies outside that range, so it never collides with one.
+constexpr double kFixedPointScale = 1e6;
+constexpr double kFixedPointLimit = 1e18;
+constexpr int64_t kMissing = std::numeric_limits<int64_t>::min();
+
+struct NodeNumericSpec {
+  std::string key;
+  bool from_annotation = false;
+  bool prefer_lower = false;
+  std::optional<double> missing_value;
+  std::optional<double> min;
+  std::optional<double> max;
+};
+
+// The whole of `text` as a finite double, or nullopt.
+std::optional<double> ParseNumber(std::string_view text) {
+  double value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || !std::isfinite(value)) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// Shortest text that reads back as `value` ("0.8", "100", "1e+21").
+std::string FormatNumber(double value) {
+  char buffer[64];
+  auto [ptr, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  if (ec != std::errc()) {
+    return std::to_string(value);
+  }
+  return std::string(buffer, ptr);
+}
+
+StatusOr<NodeNumericSpec> ParseArgs(const nlohmann::json& args, const PolicyContext& context) {
+  SCHEDEXT_ASSIGN_OR_RETURN(ArgsReader reader, ArgsReader::Make(args, context.args_path,
+                                                                {"key", "source", "prefer",
+                                                                 "missingValue", "min", "max"}));
+  NodeNumericSpec spec;
+  SCHEDEXT_ASSIGN_OR_RETURN(spec.key, reader.RequiredString("key"));
+  if (std::optional<std::string> error = QualifiedNameError(spec.key)) {
+    return reader.FieldError("key", "invalid key \"" + spec.key + "\": " + *error);
+  }
+  SCHEDEXT_ASSIGN_OR_RETURN(std::optional<std::string_view> source,
+                            reader.Enum("source", {"label", "annotation"}));
+  spec.from_annotation = source.has_value() && *source == "annotation";
+  SCHEDEXT_ASSIGN_OR_RETURN(std::optional<std::string_view> prefer,
+                            reader.Enum("prefer", {"higher", "lower"}));
+  spec.prefer_lower = prefer.has_value() && *prefer == "lower";
+  SCHEDEXT_ASSIGN_OR_RETURN(spec.missing_value, reader.Number("missingValue"));
+  SCHEDEXT_ASSIGN_OR_RETURN(spec.min, reader.Number("min"));
+  SCHEDEXT_ASSIGN_OR_RETURN(spec.max, reader.Number("max"));
+  if (spec.min.has_value() && spec.max.has_value() && *spec.min > *spec.max) {
+    return reader.FieldError("min", "must not be greater than max (" + FormatNumber(*spec.min) +
+                                        " > " + FormatNumber(*spec.max) + ")");
+  }
+  return spec;
+}
+
+// Scores nodes by a numeric label or annotation, min-max scaled across the
+// request's nodes; optionally rejects nodes outside [min, max].
+class NodeNumeric final : public Policy, public FilterHook, public ScoreHook {
+ public:
+  explicit NodeNumeric(NodeNumericSpec spec)
+      : spec_(std::move(spec)),
+        reason_above_("node(s) had " + spec_.key + " above " +
+                      (spec_.max.has_value() ? FormatNumber(*spec_.max) : "")),
+        reason_below_("node(s) had " + spec_.key + " below " +
+                      (spec_.min.has_value() ? FormatNumber(*spec_.min) : "")),
+        reason_invalid_("node(s) lacked a valid " + spec_.key) {}
+
+  std::string_view Name() const override { return kName; }
+  const FilterHook* AsFilter() const override {
+    return spec_.min.has_value() || spec_.max.has_value() ? this : nullptr;
+  }
+  const ScoreHook* AsScorer() const override { return this; }
+
+  // FilterHook
+  Verdict Filter(const RequestState& /*state*/, const model::PodInfo& /*pod*/,
+                 const model::NodeInfo& node) const override {
+    std::optional<double> value = Value(node);
+    if (!value.has_value()) {
+      return Verdict::Unresolvable(reason_invalid_);
+    }
+    if (spec_.min.has_value() && *value < *spec_.min) {
+      return Verdict::Unresolvable(reason_below_);
+    }
+    if (spec_.max.has_value() && *value > *spec_.max) {
+      return Verdict::Unresolvable(reason_above_);
+    }
+    return Verdict::Success();
+  }
+
+  // ScoreHook
+  // The value in fixed point (value × 1e6, rounded), or kMissing.
+  int64_t Score(const RequestState& /*state*/, const model::PodInfo& /*pod*/,
+                const model::NodeInfo& node) const override {
+    std::optional<double> value = Value(node);
+    if (!value.has_value()) {
+      return kMissing;
+    }
+    double scaled = std::clamp(*value * kFixedPointScale, -kFixedPointLimit, kFixedPointLimit);
+    return static_cast<int64_t>(std::llround(scaled));
+  }
+  // Min-max scaling onto [0, 100], best value 100; kMissing becomes 0 in
+  // either direction; all valid values equal ⇒ those nodes 100.
+  void Normalize(const RequestState& /*state*/, std::span<int64_t> scores) const override {
+    bool any_valid = false;
+    bool any_missing = false;
+    int64_t lo = std::numeric_limits<int64_t>::max();
+    int64_t hi = std::numeric_limits<int64_t>::min();
+    for (int64_t score : scores) {
+      if (score == kMissing) {
+        any_missing = true;
+      } else {
+        any_valid = true;
+        lo = std::min(lo, score);
+        hi = std::max(hi, score);
+      }
+    }
+    if (!any_valid || lo == hi) {
+      for (int64_t& score : scores) {
+        score = score == kMissing ? 0 : kMaxNodeScore;
+      }
+      return;
+    }
+    if (any_missing) {
+      // The worst valid value maps to 0 when the values differ; standing in
+      // for the missing ones, it gives them 0 without moving the range.
+      const int64_t worst = spec_.prefer_lower ? hi : lo;
+      std::replace(scores.begin(), scores.end(), kMissing, worst);
+    }
+    NormalizeMinMax(scores, /*reverse=*/spec_.prefer_lower);
+  }
+
+ private:
+  // The node's value, else missingValue when configured, else nullopt.
+  std::optional<double> Value(const model::NodeInfo& node) const {
+    const model::StringMap& source = spec_.from_annotation ? node.annotations : node.labels;
+    std::optional<std::string_view> text = source.Find(spec_.key);
+    if (text.has_value()) {
+      if (std::optional<double> value = ParseNumber(*text)) {
+        return value;
+      }
+    }
+    return spec_.missing_value;
+  }
+
+  const NodeNumericSpec spec_;
+  // Verdict reasons, built once; Filter returns views of them.
+  const std::string reason_above_;
+  const std::string reason_below_;
+  const std::string reason_invalid_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Policy>> NewNodeNumeric(const nlohmann::json& args,
+                                                 const PolicyContext& context) {
+  SCHEDEXT_ASSIGN_OR_RETURN(NodeNumericSpec spec, ParseArgs(args, context));
+  return std::unique_ptr<Policy>(std::make_unique<NodeNumeric>(std::move(spec)));
+}
+
+}  // namespace schedext::policy
