@@ -39,7 +39,9 @@ StatusOr<std::shared_ptr<const Profile>> Profile::Build(const config::ProfileCon
     context.args_path = where + ".args";
     auto created = registry.Create(pc.name, pc.args ? *pc.args : kNoArgs, context);
     if (!created.ok()) {
-      return created.status().WithContext(where);
+      // An unknown name is the registry's kNotFound, but to the caller it is
+      // one more invalid field of the configuration.
+      return InvalidArgumentError(where + ": " + created.status().message());
     }
     std::unique_ptr<policy::Policy> p = std::move(created).value();
     const policy::FilterHook* filter = p->AsFilter();
