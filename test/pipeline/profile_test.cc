@@ -119,7 +119,9 @@ config::PolicyConfig P(std::string name, int64_t weight, nlohmann::json args) {
   config::PolicyConfig pc;
   pc.name = std::move(name);
   pc.weight = weight;
-  pc.args = std::make_shared<const nlohmann::json>(std::move(args));
+  // `{}` in a braced list is a JSON null, not an empty object.
+  pc.args = std::make_shared<const nlohmann::json>(args.is_null() ? nlohmann::json::object()
+                                                                   : std::move(args));
   return pc;
 }
 
