@@ -1,1 +1,937 @@
-// placeholder: not yet written
+// RequestDecoder: keys, null/absent/empty, unknown fields, escapes, integers,
+// quantities, malformed input, preemption and binding args, decoder reuse
+// (protocol doc §7 items 8–14 and 31).
+#include "schedext/wire/decoder.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "schedext/model/pod_info.h"
+#include "testing/json_builders.h"
+
+namespace schedext::wire {
+namespace {
+
+using ::schedext::testing::ArgsShape;
+using ::schedext::testing::BindingArgsJson;
+using ::schedext::testing::ContainerJson;
+using ::schedext::testing::ExtenderArgsFullJson;
+using ::schedext::testing::ExtenderArgsJson;
+using ::schedext::testing::ExtenderArgsNamesJson;
+using ::schedext::testing::NodeJson;
+using ::schedext::testing::NodeSelectorTermJson;
+using ::schedext::testing::PodJson;
+using ::schedext::testing::PreemptionArgsJson;
+using ::schedext::testing::VictimsJson;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+class DecoderTest : public ::testing::Test {
+ protected:
+  Status Args(std::string_view body) {
+    buffer_ = RequestBuffer::CopyOf(body);
+    return decoder_.DecodeExtenderArgs(buffer_, args_);
+  }
+  Status Preemption(std::string_view body) {
+    buffer_ = RequestBuffer::CopyOf(body);
+    return decoder_.DecodePreemptionArgs(buffer_, preemption_);
+  }
+  Status Binding(std::string_view body) {
+    buffer_ = RequestBuffer::CopyOf(body);
+    return decoder_.DecodeBindingArgs(buffer_, binding_);
+  }
+  // The message of a failed ExtenderArgs decode ("" when it succeeded).
+  std::string ArgsError(std::string_view body) {
+    const Status status = Args(body);
+    EXPECT_FALSE(status.ok()) << body;
+    if (status.ok()) {
+      return "";
+    }
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+    return status.message();
+  }
+
+  RequestDecoder decoder_;
+  RequestBuffer buffer_;
+  ExtenderArgsView args_;
+  PreemptionArgsView preemption_;
+  BindingArgsView binding_;
+};
+
+std::string NestedArrays(int depth) {
+  return std::string(static_cast<size_t>(depth), '[') + std::string(static_cast<size_t>(depth), ']');
+}
+
+// ---- keys -------------------------------------------------------------
+
+TEST_F(DecoderTest, MatchesGoNameKeys) {
+  ASSERT_TRUE(Args(R"({"Pod":{"metadata":{"name":"p"}},"Nodes":null,"NodeNames":["a","b"]})").ok());
+  EXPECT_TRUE(args_.has_pod);
+  EXPECT_EQ(args_.pod.name, "p");
+  EXPECT_EQ(args_.mode, NodeMode::kNodeNames);
+  EXPECT_THAT(args_.node_names, ElementsAre("a", "b"));
+  EXPECT_THAT(args_.nodes, IsEmpty());
+}
+
+TEST_F(DecoderTest, MatchesKeysCaseInsensitively) {
+  for (std::string_view body : {
+           R"({"pod":{"metadata":{"name":"p"}},"nodes":null,"nodenames":["a"]})",
+           R"({"POD":{"METADATA":{"NAME":"p"}},"NODES":null,"NODENAMES":["a"]})",
+           R"({"pOd":{"MetaData":{"Name":"p"}},"nOdEs":null,"NodeNAMES":["a"]})",
+       }) {
+    SCOPED_TRACE(body);
+    ASSERT_TRUE(Args(body).ok());
+    EXPECT_EQ(args_.pod.name, "p");
+    EXPECT_EQ(args_.mode, NodeMode::kNodeNames);
+    EXPECT_THAT(args_.node_names, ElementsAre("a"));
+  }
+  ASSERT_TRUE(Args(R"({"pod":null,"nodes":{"ITEMS":[{"Metadata":{"NAME":"n1"}}]}})").ok());
+  EXPECT_EQ(args_.mode, NodeMode::kFullNodes);
+  EXPECT_THAT(args_.node_names, ElementsAre("n1"));
+}
+
+TEST_F(DecoderTest, MatchesEscapedKeys) {
+  // "P\u006fd" is "Pod"; "n\u0061me" is "name".
+  ASSERT_TRUE(Args(R"({"P\u006fd":{"metadata":{"n\u0061me":"p","labels":{"a\u002fb":"c"}}}})").ok());
+  EXPECT_TRUE(args_.has_pod);
+  EXPECT_EQ(args_.pod.name, "p");
+  EXPECT_EQ(args_.pod.labels.Find("a/b"), "c");
+  // A key that only starts like a known one is not it.
+  ASSERT_TRUE(Args(R"({"Pod\"x":{"metadata":{"name":"p"}},"Pods":{}})").ok());
+  EXPECT_FALSE(args_.has_pod);
+}
+
+TEST_F(DecoderTest, DuplicateKeyLastWins) {
+  ASSERT_TRUE(Args(R"({"NodeNames":["a"],"nodenames":["b","c"]})").ok());
+  EXPECT_THAT(args_.node_names, ElementsAre("b", "c"));
+
+  ASSERT_TRUE(Args(R"({"Pod":{"metadata":{"name":"a","name":"b","labels":{"x":"1","x":"2"}}}})").ok());
+  EXPECT_EQ(args_.pod.name, "b");
+  EXPECT_EQ(args_.pod.labels.size(), 1u);
+  EXPECT_EQ(args_.pod.labels.Find("x"), "2");
+
+  // A repeated map or list replaces the earlier one.
+  ASSERT_TRUE(Args(R"({"Pod":{"metadata":{"labels":{"x":"1"},"labels":{"y":"2"}},)"
+                   R"("spec":{"tolerations":[{"key":"a"},{"key":"b"}],"tolerations":[{"key":"c"}]}}})")
+                  .ok());
+  EXPECT_FALSE(args_.pod.labels.Contains("x"));
+  EXPECT_EQ(args_.pod.labels.Find("y"), "2");
+  ASSERT_EQ(args_.pod.tolerations.size(), 1u);
+  EXPECT_EQ(args_.pod.tolerations[0].key, "c");
+
+  // The last of Nodes / NodeNames decides, whatever the casing.
+  ASSERT_TRUE(Args(R"({"Nodes":{"items":[{"metadata":{"name":"n1"}}]},"nodes":null,"NodeNames":["x"]})").ok());
+  EXPECT_EQ(args_.mode, NodeMode::kNodeNames);
+  EXPECT_THAT(args_.node_names, ElementsAre("x"));
+  EXPECT_THAT(args_.nodes, IsEmpty());
+
+  ASSERT_TRUE(Args(R"({"Pod":{"metadata":{"name":"a"}},"Pod":null})").ok());
+  EXPECT_FALSE(args_.has_pod);
+  EXPECT_EQ(args_.pod.name, "");
+}
+
+// ---- null, absent, empty ------------------------------------------------
+
+TEST_F(DecoderTest, DistinguishesNullAbsentAndEmpty) {
+  ASSERT_TRUE(Args(R"({"Pod":null,"Nodes":null,"NodeNames":null})").ok());
+  EXPECT_FALSE(args_.has_pod);
+  EXPECT_EQ(args_.mode, NodeMode::kNone);
+
+  ASSERT_TRUE(Args(R"({})").ok());
+  EXPECT_FALSE(args_.has_pod);
+  EXPECT_EQ(args_.mode, NodeMode::kNone);
+
+  ASSERT_TRUE(Args(R"({"NodeNames":[]})").ok());
+  EXPECT_EQ(args_.mode, NodeMode::kNodeNames);
+  EXPECT_THAT(args_.node_names, IsEmpty());
+
+  ASSERT_TRUE(Args(R"({"Nodes":{"metadata":{},"items":null},"NodeNames":null})").ok());
+  EXPECT_EQ(args_.mode, NodeMode::kFullNodes);
+  EXPECT_THAT(args_.nodes, IsEmpty());
+
+  ASSERT_TRUE(Args(R"({"Nodes":{"metadata":{},"items":[]}})").ok());
+  EXPECT_EQ(args_.mode, NodeMode::kFullNodes);
+  EXPECT_THAT(args_.nodes, IsEmpty());
+
+  ASSERT_TRUE(Args(R"({"Nodes":{}})").ok());
+  EXPECT_EQ(args_.mode, NodeMode::kFullNodes);
+
+  ASSERT_TRUE(Args(R"({"Pod":{"metadata":{"name":"p","creationTimestamp":null,"labels":null},)"
+                   R"("spec":{"containers":null,"initContainers":null,"priority":null,"nodeSelector":null,)"
+                   R"("affinity":null,"tolerations":null,"overhead":null,"nodeName":null},"status":null}})")
+                  .ok());
+  EXPECT_TRUE(args_.has_pod);
+  EXPECT_EQ(args_.pod.name, "p");
+  EXPECT_TRUE(args_.pod.labels.empty());
+  EXPECT_THAT(args_.pod.containers, IsEmpty());
+  EXPECT_EQ(args_.pod.priority, 0);
+  EXPECT_EQ(args_.pod.node_name, "");
+
+  // creationTimestamp absent (1.34+) is the same.
+  ASSERT_TRUE(Args(R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":[]}}})").ok());
+  EXPECT_EQ(args_.pod.name, "p");
+}
+
+TEST_F(DecoderTest, FullNodesWinOverNodeNames) {
+  ASSERT_TRUE(Args(R"({"NodeNames":["x","y"],"Nodes":{"items":[{"metadata":{"name":"n1"}}]}})").ok());
+  EXPECT_EQ(args_.mode, NodeMode::kFullNodes);
+  EXPECT_THAT(args_.node_names, ElementsAre("n1"));
+}
+
+// ---- unknown fields -----------------------------------------------------
+
+TEST_F(DecoderTest, IgnoresUnknownFieldsAtEveryLevel) {
+  PodJson pod("web-1");
+  pod.Realistic()
+      .Label("app", "web")
+      .MetadataField("ownerReferences", R"([{"kind":"ReplicaSet","name":"web","controller":true}])")
+      .SpecField("futureField", R"({"a":[1,2,{"b":null}],"c":"d"})")
+      .StatusField("containerStatuses", "[]")
+      .Container(ContainerJson("c").Request("cpu", "100m").Field("ports", R"([{"containerPort":80}])"));
+  NodeJson node("n1");
+  node.Realistic().Label("zone", "a").Allocatable("cpu", "4").Ready();
+  std::string body = ExtenderArgsFullJson(pod.Build(), {node.Build()});
+  // kind / apiVersion and unknown keys at the top of every object.
+  body.insert(1, R"("kind":"ExtenderArgs","apiVersion":"v1","Future":{"Pod":{"metadata":{"name":"no"}}},)");
+  ASSERT_TRUE(Args(body).ok()) << Args(body).message();
+  EXPECT_EQ(args_.pod.name, "web-1");
+  EXPECT_EQ(args_.pod.labels.Find("app"), "web");
+  ASSERT_EQ(args_.pod.containers.size(), 1u);
+  EXPECT_EQ(args_.pod.containers[0].requests.milli_cpu, 100);
+  ASSERT_EQ(args_.nodes.size(), 1u);
+  EXPECT_EQ(args_.nodes[0].name, "n1");
+  EXPECT_EQ(args_.nodes[0].labels.Find("zone"), "a");
+  EXPECT_EQ(args_.nodes[0].allocatable.milli_cpu, 4000);
+  EXPECT_EQ(args_.nodes[0].ConditionStatus("Ready"), "True");
+}
+
+// ---- strings --------------------------------------------------------------
+
+TEST_F(DecoderTest, DecodesStringEscapes) {
+  ASSERT_TRUE(Args(R"({"Pod":{"metadata":{"name":"p","labels":{)"
+                   R"("amp":"a\u0026b","lt":"\u003cx\u003e","emoji":"\ud83d\ude00","slash":"a\/b",)"
+                   R"("quote":"say \"hi\"\n","utf8":"größe"}}}})")
+                  .ok());
+  const model::StringMap& labels = args_.pod.labels;
+  EXPECT_EQ(labels.Find("amp"), "a&b");
+  EXPECT_EQ(labels.Find("lt"), "<x>");
+  EXPECT_EQ(labels.Find("emoji"), "\xF0\x9F\x98\x80");
+  EXPECT_EQ(labels.Find("slash"), "a/b");
+  EXPECT_EQ(labels.Find("quote"), "say \"hi\"\n");
+  EXPECT_EQ(labels.Find("utf8"), "gr\xC3\xB6\xC3\x9F" "e");
+}
+
+TEST_F(DecoderTest, RejectsBadStringEscapes) {
+  EXPECT_THAT(ArgsError(R"({"Pod":{"metadata":{"name":"a\x"}}})"),
+              HasSubstr("decode ExtenderArgs: /Pod/metadata/name: malformed JSON"));
+  EXPECT_THAT(ArgsError(R"({"Pod":{"metadata":{"name":"\ud83d"}}})"),
+              HasSubstr("/Pod/metadata/name: malformed JSON"));
+}
+
+// ---- integers ---------------------------------------------------------------
+
+TEST_F(DecoderTest, ReadsPriorityAsInt32) {
+  ASSERT_TRUE(Args(R"({"Pod":{"spec":{"priority":-5}}})").ok());
+  EXPECT_EQ(args_.pod.priority, -5);
+  ASSERT_TRUE(Args(R"({"Pod":{"spec":{"priority":2000001000}}})").ok());
+  EXPECT_EQ(args_.pod.priority, 2000001000);
+  ASSERT_TRUE(Args(R"({"Pod":{"spec":{"priority":-2147483648}}})").ok());
+  EXPECT_EQ(args_.pod.priority, INT32_MIN);
+
+  EXPECT_EQ(ArgsError(R"({"Pod":{"spec":{"priority":2147483648}}})"),
+            "decode ExtenderArgs: /Pod/spec/priority: integer 2147483648 is out of the int32 range");
+  EXPECT_EQ(ArgsError(R"({"Pod":{"spec":{"priority":9223372036854775808}}})"),
+            "decode ExtenderArgs: /Pod/spec/priority: integer 9223372036854775808 is out of the "
+            "int64 range");
+  EXPECT_EQ(ArgsError(R"({"Pod":{"spec":{"priority":"5"}}})"),
+            "decode ExtenderArgs: /Pod/spec/priority: expected an integer");
+  EXPECT_EQ(ArgsError(R"({"Pod":{"spec":{"priority":5.0}}})"),
+            "decode ExtenderArgs: /Pod/spec/priority: expected an integer, got 5.0");
+  EXPECT_EQ(ArgsError(R"({"Pod":{"spec":{"priority":5e0}}})"),
+            "decode ExtenderArgs: /Pod/spec/priority: expected an integer, got 5e0");
+}
+
+TEST_F(DecoderTest, ReadsInt64EdgeValues) {
+  ASSERT_TRUE(Preemption(R"({"NodeNameToMetaVictims":{)"
+                         R"("a":{"Pods":[{"UID":"u1"}],"NumPDBViolations":9223372036854775807},)"
+                         R"("b":{"Pods":[{"UID":"u2"}],"NumPDBViolations":-9223372036854775808}}})")
+                  .ok());
+  ASSERT_EQ(preemption_.node_count, 2u);
+  EXPECT_EQ(preemption_.candidates()[0].num_pdb_violations, INT64_MAX);
+  EXPECT_EQ(preemption_.candidates()[1].num_pdb_violations, INT64_MIN);
+
+  // Big integers in skipped fields (images[].sizeBytes) are never read.
+  NodeJson node("n1");
+  node.StatusField("images", R"([{"names":["x"],"sizeBytes":99999999999999999999999}])");
+  ASSERT_TRUE(Args(ExtenderArgsFullJson("{}", {node.Build()})).ok());
+}
+
+TEST_F(DecoderTest, RejectsWrongTypes) {
+  EXPECT_EQ(ArgsError(R"({"Pod":[]})"), "decode ExtenderArgs: /Pod: expected an object");
+  EXPECT_EQ(ArgsError(R"({"NodeNames":"x"})"), "decode ExtenderArgs: /NodeNames: expected an array");
+  EXPECT_EQ(ArgsError(R"({"NodeNames":["a",1]})"),
+            "decode ExtenderArgs: /NodeNames/1: expected a string");
+  EXPECT_EQ(ArgsError(R"({"NodeNames":[null]})"),
+            "decode ExtenderArgs: /NodeNames/0: expected a string");
+  EXPECT_EQ(ArgsError(R"({"Nodes":[]})"), "decode ExtenderArgs: /Nodes: expected an object");
+  EXPECT_EQ(ArgsError(R"({"Nodes":{"items":[null]}})"),
+            "decode ExtenderArgs: /Nodes/items/0: expected an object");
+  EXPECT_EQ(ArgsError(R"({"Pod":{"metadata":{"name":5}}})"),
+            "decode ExtenderArgs: /Pod/metadata/name: expected a string");
+  EXPECT_EQ(ArgsError(R"({"Pod":{"metadata":{"labels":{"a":true}}}})"),
+            "decode ExtenderArgs: /Pod/metadata/labels/a: expected a string");
+  EXPECT_EQ(ArgsError(R"({"Pod":{"spec":{"containers":{}}}})"),
+            "decode ExtenderArgs: /Pod/spec/containers: expected an array");
+  EXPECT_EQ(ArgsError(R"({"Nodes":{"items":[{"spec":{"unschedulable":"true"}}]}})"),
+            "decode ExtenderArgs: /Nodes/items/0/spec/unschedulable: expected a boolean");
+
+  std::vector<std::string> items;
+  for (int i = 0; i < 3; ++i) {
+    items.push_back(NodeJson("n" + std::to_string(i)).Label("a", "b").Build());
+  }
+  items.push_back(R"({"metadata":{"name":"n3","labels":["a"]}})");
+  EXPECT_EQ(ArgsError(ExtenderArgsFullJson("{}", items)),
+            "decode ExtenderArgs: /Nodes/items/3/metadata/labels: expected an object");
+}
+
+TEST_F(DecoderTest, RejectsInvalidLiterals) {
+  EXPECT_THAT(ArgsError(R"({"Pod":nul})"), HasSubstr("/Pod: malformed JSON"));
+  EXPECT_THAT(ArgsError(R"({"Nodes":{"items":[{"spec":{"unschedulable":tru}}]}})"),
+              HasSubstr("/Nodes/items/0/spec/unschedulable: malformed JSON"));
+}
+
+// ---- document framing ---------------------------------------------------
+
+TEST_F(DecoderTest, AcceptsTrailingWhitespace) {
+  ASSERT_TRUE(Args("{\"NodeNames\":[\"a\"]}\n").ok());
+  EXPECT_THAT(args_.node_names, ElementsAre("a"));
+  ASSERT_TRUE(Args(" \t\r\n{\"NodeNames\":[\"a\"]} \r\n\t ").ok());
+  EXPECT_THAT(args_.node_names, ElementsAre("a"));
+}
+
+TEST_F(DecoderTest, DecodesNullBodyToEmptyView) {
+  ASSERT_TRUE(Args(R"({"Pod":{"metadata":{"name":"p"}},"NodeNames":["a"]})").ok());
+  for (std::string_view body : {"null", "null\n", " null "}) {
+    ASSERT_TRUE(Args(body).ok()) << body;
+    EXPECT_FALSE(args_.has_pod);
+    EXPECT_EQ(args_.pod.name, "");
+    EXPECT_EQ(args_.mode, NodeMode::kNone);
+    EXPECT_THAT(args_.node_names, IsEmpty());
+    EXPECT_THAT(args_.nodes, IsEmpty());
+  }
+  ASSERT_TRUE(Preemption("null").ok());
+  EXPECT_FALSE(preemption_.has_pod);
+  EXPECT_EQ(preemption_.node_count, 0u);
+  ASSERT_TRUE(Binding("null\n").ok());
+  EXPECT_EQ(binding_.pod_name, "");
+}
+
+TEST_F(DecoderTest, RejectsEmptyBody) {
+  EXPECT_EQ(ArgsError(""), "decode ExtenderArgs: empty body");
+  EXPECT_EQ(ArgsError(" \n"), "decode ExtenderArgs: empty body");
+  RequestBuffer never_filled;
+  const Status status = decoder_.DecodeExtenderArgs(never_filled, args_);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(), "decode ExtenderArgs: empty body");
+  EXPECT_EQ(Preemption("").message(), "decode PreemptionArgs: empty body");
+  EXPECT_EQ(Binding("").message(), "decode BindingArgs: empty body");
+}
+
+TEST_F(DecoderTest, RejectsNonObjectDocuments) {
+  for (std::string_view body : {"[]", "[{\"Pod\":null}]", "\"Pod\"", "5", "true", "nul"}) {
+    EXPECT_EQ(ArgsError(body), "decode ExtenderArgs: expected a JSON object") << body;
+  }
+}
+
+TEST_F(DecoderTest, RejectsTrailingGarbage) {
+  EXPECT_EQ(ArgsError(R"({"NodeNames":["a"]}{})"),
+            "decode ExtenderArgs: trailing data after the JSON document");
+  EXPECT_THAT(ArgsError(R"({"NodeNames":["a"]}})"), HasSubstr("decode ExtenderArgs: "));
+  EXPECT_THAT(ArgsError(R"({"NodeNames":["a"]} x)"), HasSubstr("malformed JSON"));
+  EXPECT_THAT(ArgsError(R"({"NodeNames":["a"]}])"), HasSubstr("malformed JSON"));
+  EXPECT_THAT(Binding(R"({"PodName":"a"} 5)").message(), HasSubstr("decode BindingArgs: "));
+}
+
+TEST_F(DecoderTest, RejectsEveryTruncation) {
+  PodJson pod("p");
+  pod.Realistic().Label("a", "b").Request("cpu", "1").Toleration("k", "Exists");
+  const std::string args = ExtenderArgsJson(pod, {NodeJson("n1").Realistic().Taint("t", "v", "NoSchedule")},
+                                            ArgsShape::kFullNodes);
+  const std::string preemption =
+      PreemptionArgsJson(pod, {{"n1", {PodJson("v1"), PodJson("v2")}, 1}}, ArgsShape::kFullNodes);
+  const std::string binding = BindingArgsJson("p", "default", "uid-p", "n1");
+  ASSERT_TRUE(Args(args).ok());
+  ASSERT_TRUE(Preemption(preemption).ok());
+  ASSERT_TRUE(Binding(binding).ok());
+  for (size_t length = 0; length < args.size(); ++length) {
+    const Status status = Args(std::string_view(args).substr(0, length));
+    ASSERT_FALSE(status.ok()) << length;
+    ASSERT_EQ(status.code(), StatusCode::kInvalidArgument) << length;
+    ASSERT_THAT(status.message(), HasSubstr("decode ExtenderArgs: ")) << length;
+  }
+  for (size_t length = 0; length < preemption.size(); ++length) {
+    const Status status = Preemption(std::string_view(preemption).substr(0, length));
+    ASSERT_EQ(status.code(), StatusCode::kInvalidArgument) << length;
+  }
+  for (size_t length = 0; length < binding.size(); ++length) {
+    const Status status = Binding(std::string_view(binding).substr(0, length));
+    ASSERT_EQ(status.code(), StatusCode::kInvalidArgument) << length;
+  }
+}
+
+TEST_F(DecoderTest, SurvivesDeepNesting) {
+  // simdjson 3.0.1 on-demand enforces no depth limit: a balanced deep value in
+  // an unknown field is skipped iteratively (no recursion) and decoding succeeds.
+  const std::string deep = NestedArrays(10000);
+  ASSERT_TRUE(Args(R"({"Pod":{"metadata":{"name":"p","future":)" + deep + R"(}},"NodeNames":["a"]})").ok());
+  EXPECT_EQ(args_.pod.name, "p");
+  EXPECT_THAT(args_.node_names, ElementsAre("a"));
+
+  // Where a known field is expected the first level already fails.
+  EXPECT_EQ(ArgsError(R"({"Pod":{"metadata":{"labels":)" + deep + "}}}"),
+            "decode ExtenderArgs: /Pod/metadata/labels: expected an object");
+  EXPECT_EQ(ArgsError(R"({"NodeNames":)" + deep + "}"),
+            "decode ExtenderArgs: /NodeNames/0: expected a string");
+
+  // Unbalanced deep nesting is malformed.
+  const std::string open(100000, '[');
+  EXPECT_THAT(ArgsError(R"({"future":)" + open + "}"), HasSubstr("malformed JSON"));
+  EXPECT_THAT(ArgsError(R"({"future":)" + open), HasSubstr("malformed JSON"));
+  const std::string objects = [] {
+    std::string s;
+    for (int i = 0; i < 50000; ++i) s += R"({"a":)";
+    return s;
+  }();
+  EXPECT_THAT(ArgsError(R"({"future":)" + objects + "1}"), HasSubstr("malformed JSON"));
+}
+
+// ---- quantities -----------------------------------------------------------
+
+TEST_F(DecoderTest, ReadsQuantitiesAsStringsAndNumbers) {
+  PodJson pod("p");
+  pod.Container(ContainerJson("a")
+                    .RequestJson("cpu", "2")
+                    .RequestJson("memory", "1.5")
+                    .RequestJson("example.com/gpu", "1e3")
+                    .Limit("cpu", " 100m ")
+                    .LimitJson("memory", "null"))
+      .Container(ContainerJson("b").Request("cpu", "0").Request("ephemeral-storage", "1Gi"))
+      .Container(ContainerJson("c").RequestJson("cpu", "null").Request("pods", "1"));
+  ASSERT_TRUE(Args(ExtenderArgsNamesJson(pod.Build(), {"n1"})).ok());
+  ASSERT_EQ(args_.pod.containers.size(), 3u);
+  const model::ContainerResources& a = args_.pod.containers[0];
+  EXPECT_EQ(a.requests.milli_cpu, 2000);
+  EXPECT_EQ(a.requests.memory, 2);  // ceil(1.5)
+  EXPECT_EQ(a.requests.Get("example.com/gpu"), 1000);
+  EXPECT_TRUE(a.has_cpu_request);
+  EXPECT_TRUE(a.has_memory_request);
+  EXPECT_EQ(a.limits.milli_cpu, 100);
+  EXPECT_EQ(a.limits.memory, 0);
+  const model::ContainerResources& b = args_.pod.containers[1];
+  EXPECT_EQ(b.requests.milli_cpu, 0);
+  EXPECT_TRUE(b.has_cpu_request);
+  EXPECT_FALSE(b.has_memory_request);
+  EXPECT_EQ(b.requests.ephemeral_storage, 1073741824);
+  const model::ContainerResources& c = args_.pod.containers[2];
+  EXPECT_TRUE(c.has_cpu_request);  // "cpu": null names cpu with a zero amount
+  EXPECT_EQ(c.requests.milli_cpu, 0);
+  EXPECT_EQ(c.requests.pods, 1);
+}
+
+TEST_F(DecoderTest, RejectsInvalidQuantitiesWithPath) {
+  PodJson pod("p");
+  pod.Container(ContainerJson("a").Request("memory", "1Gi").Request("cpu", "5x"));
+  EXPECT_EQ(ArgsError(ExtenderArgsNamesJson(pod.Build(), {"n1"})),
+            R"(decode ExtenderArgs: /Pod/spec/containers/0/resources/requests/cpu: invalid quantity "5x")");
+
+  NodeJson node("n1");
+  node.Allocatable("cpu", "4").Allocatable("memory", "4K");
+  EXPECT_EQ(ArgsError(ExtenderArgsFullJson("{}", {NodeJson("n0").Build(), node.Build()})),
+            R"(decode ExtenderArgs: /Nodes/items/1/status/allocatable/memory: invalid quantity "4K")");
+
+  EXPECT_EQ(ArgsError(R"({"Pod":{"spec":{"overhead":{"cpu":""}}}})"),
+            R"(decode ExtenderArgs: /Pod/spec/overhead/cpu: invalid quantity "")");
+  EXPECT_EQ(ArgsError(R"({"Pod":{"spec":{"overhead":{"cpu":true}}}})"),
+            "decode ExtenderArgs: /Pod/spec/overhead/cpu: expected a quantity (a string or a number)");
+  EXPECT_EQ(ArgsError(R"({"Pod":{"spec":{"overhead":{"cpu":01}}}})"),
+            "decode ExtenderArgs: /Pod/spec/overhead/cpu: malformed JSON: invalid number 01");
+}
+
+// ---- pod and node content ------------------------------------------------
+
+TEST_F(DecoderTest, DecodesPodFields) {
+  PodJson pod("web-1");
+  pod.Namespace("shop")
+      .Uid("u-1")
+      .Label("app", "web")
+      .Annotation("note", "x")
+      .NodeName("n9")
+      .Priority(1000)
+      .PriorityClassName("high")
+      .PreemptionPolicy("Never")
+      .NodeSelector("disk", "ssd")
+      .Toleration("", "Exists")
+      .Toleration("gpu", "Equal", "yes", "NoSchedule")
+      .Toleration("k", "", "v", "NoExecute")
+      .RequiredTerm(NodeSelectorTermJson()
+                        .MatchExpression("zone", "In", {"a", "b"})
+                        .MatchField("metadata.name", "NotIn", {"n2"}))
+      .RequiredTerm(NodeSelectorTermJson().MatchExpression("gpu", "Exists"))
+      .PreferredTerm(20, NodeSelectorTermJson().MatchExpression("cores", "Gt", {"8"}))
+      .Phase("Pending")
+      .NominatedNodeName("n3");
+  ASSERT_TRUE(Args(ExtenderArgsNamesJson(pod.Build(), {"n1"})).ok());
+  const model::PodInfo& p = args_.pod;
+  EXPECT_EQ(p.name, "web-1");
+  EXPECT_EQ(p.namespace_name, "shop");
+  EXPECT_EQ(p.uid, "u-1");
+  EXPECT_EQ(p.labels.Find("app"), "web");
+  EXPECT_EQ(p.annotations.Find("note"), "x");
+  EXPECT_EQ(p.node_name, "n9");
+  EXPECT_EQ(p.priority, 1000);
+  EXPECT_EQ(p.priority_class_name, "high");
+  EXPECT_EQ(p.preemption_policy, "Never");
+  EXPECT_EQ(p.node_selector.Find("disk"), "ssd");
+  EXPECT_EQ(p.phase, "Pending");
+  EXPECT_EQ(p.nominated_node_name, "n3");
+
+  ASSERT_EQ(p.tolerations.size(), 3u);
+  EXPECT_EQ(p.tolerations[0].key, "");
+  EXPECT_EQ(p.tolerations[0].op, model::TolerationOperator::kExists);
+  EXPECT_FALSE(p.tolerations[0].effect.has_value());
+  EXPECT_EQ(p.tolerations[1].key, "gpu");
+  EXPECT_EQ(p.tolerations[1].op, model::TolerationOperator::kEqual);
+  EXPECT_EQ(p.tolerations[1].value, "yes");
+  EXPECT_EQ(p.tolerations[1].effect, model::TaintEffect::kNoSchedule);
+  EXPECT_EQ(p.tolerations[2].op, model::TolerationOperator::kEqual);  // default
+  EXPECT_EQ(p.tolerations[2].effect, model::TaintEffect::kNoExecute);
+
+  EXPECT_TRUE(p.has_required_node_affinity);
+  ASSERT_EQ(p.required_node_affinity.size(), 2u);
+  const model::NodeSelectorTerm& term = p.required_node_affinity[0];
+  ASSERT_EQ(term.match_expressions.size(), 1u);
+  EXPECT_EQ(term.match_expressions[0].key, "zone");
+  EXPECT_EQ(term.match_expressions[0].op, model::SelectorOperator::kIn);
+  EXPECT_THAT(term.match_expressions[0].values, ElementsAre("a", "b"));
+  ASSERT_EQ(term.match_fields.size(), 1u);
+  EXPECT_EQ(term.match_fields[0].key, "metadata.name");
+  EXPECT_EQ(term.match_fields[0].op, model::SelectorOperator::kNotIn);
+  EXPECT_THAT(term.match_fields[0].values, ElementsAre("n2"));
+  EXPECT_EQ(p.required_node_affinity[1].match_expressions[0].op, model::SelectorOperator::kExists);
+  EXPECT_THAT(p.required_node_affinity[1].match_expressions[0].values, IsEmpty());
+  ASSERT_EQ(p.preferred_node_affinity.size(), 1u);
+  EXPECT_EQ(p.preferred_node_affinity[0].weight, 20);
+  EXPECT_EQ(p.preferred_node_affinity[0].preference.match_expressions[0].op,
+            model::SelectorOperator::kGt);
+}
+
+TEST_F(DecoderTest, DistinguishesEmptyFromAbsentRequiredAffinity) {
+  ASSERT_TRUE(Args(R"({"Pod":{"spec":{"affinity":{"nodeAffinity":{)"
+                   R"("requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[]}}}}}})")
+                  .ok());
+  EXPECT_TRUE(args_.pod.has_required_node_affinity);
+  EXPECT_THAT(args_.pod.required_node_affinity, IsEmpty());
+  ASSERT_TRUE(Args(R"({"Pod":{"spec":{"affinity":{"nodeAffinity":{)"
+                   R"("requiredDuringSchedulingIgnoredDuringExecution":null}}}}})")
+                  .ok());
+  EXPECT_FALSE(args_.pod.has_required_node_affinity);
+  ASSERT_TRUE(Args(R"({"Pod":{"spec":{"affinity":{"podAntiAffinity":{}}}}})").ok());
+  EXPECT_FALSE(args_.pod.has_required_node_affinity);
+}
+
+TEST_F(DecoderTest, RejectsUnknownOperatorsAndEffects) {
+  EXPECT_EQ(ArgsError(R"({"Pod":{"spec":{"tolerations":[{"key":"a"},{"key":"b","operator":"exists"}]}}})"),
+            R"(decode ExtenderArgs: /Pod/spec/tolerations/1/operator: unknown toleration operator "exists")");
+  EXPECT_EQ(ArgsError(R"({"Pod":{"spec":{"tolerations":[{"effect":"NoWay"}]}}})"),
+            R"(decode ExtenderArgs: /Pod/spec/tolerations/0/effect: unknown taint effect "NoWay")");
+  EXPECT_EQ(
+      ArgsError(R"({"Pod":{"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":)"
+                R"({"nodeSelectorTerms":[{"matchExpressions":[{"key":"a","operator":"Like"}]}]}}}}}})"),
+      "decode ExtenderArgs: /Pod/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/"
+      R"(nodeSelectorTerms/0/matchExpressions/0/operator: unknown selector operator "Like")");
+  EXPECT_EQ(ArgsError(R"({"Nodes":{"items":[{"spec":{"taints":[{"key":"a","effect":"Sometimes"}]}}]}})"),
+            R"(decode ExtenderArgs: /Nodes/items/0/spec/taints/0/effect: unknown taint effect "Sometimes")");
+}
+
+TEST_F(DecoderTest, DecodesSidecarInitContainersAndOverhead) {
+  PodJson pod("p");
+  pod.InitContainer(ContainerJson("init").Request("cpu", "2").Request("memory", "1Gi"))
+      .InitContainer(ContainerJson("sidecar").RestartPolicy("Always").Request("cpu", "250m"))
+      .InitContainer(ContainerJson("odd").RestartPolicy("OnFailure"))
+      .Container(ContainerJson("main").Request("cpu", "500m").Request("memory", "256Mi"))
+      .Overhead("cpu", "100m")
+      .Overhead("memory", "64Mi");
+  ASSERT_TRUE(Args(ExtenderArgsNamesJson(pod.Build(), {"n1"})).ok());
+  const model::PodInfo& p = args_.pod;
+  ASSERT_EQ(p.init_containers.size(), 3u);
+  EXPECT_FALSE(p.init_containers[0].restartable);
+  EXPECT_TRUE(p.init_containers[1].restartable);
+  EXPECT_FALSE(p.init_containers[2].restartable);
+  EXPECT_EQ(p.init_containers[0].requests.milli_cpu, 2000);
+  EXPECT_EQ(p.init_containers[1].requests.milli_cpu, 250);
+  EXPECT_TRUE(p.init_containers[1].has_cpu_request);
+  EXPECT_FALSE(p.init_containers[1].has_memory_request);
+  ASSERT_EQ(p.containers.size(), 1u);
+  EXPECT_FALSE(p.containers[0].restartable);
+  EXPECT_EQ(p.overhead.milli_cpu, 100);
+  EXPECT_EQ(p.overhead.memory, 64 * 1024 * 1024);
+  // FinalizeRequests ran on the decoded parts.
+  EXPECT_EQ(p.requests, model::EffectiveRequests(p.containers, p.init_containers, p.overhead));
+  EXPECT_EQ(p.scoring_requests, model::ScoringRequests(p.containers, p.init_containers, p.overhead));
+
+  // restartPolicy on a regular container does not make it a sidecar.
+  ASSERT_TRUE(Args(R"({"Pod":{"spec":{"containers":[{"restartPolicy":"Always"}]}}})").ok());
+  EXPECT_FALSE(args_.pod.containers[0].restartable);
+}
+
+TEST_F(DecoderTest, DecodesNodeFieldsAndRawJson) {
+  NodeJson n1("n1");
+  n1.Uid("u1")
+      .Label("zone", "a")
+      .Annotation("note", "y")
+      .Taint("gpu", "present", "NoSchedule")
+      .Taint("maint", "", "NoExecute")
+      .Taint("soft", "x", "PreferNoSchedule")
+      .Unschedulable()
+      .Capacity("cpu", "4")
+      .Allocatable("cpu", "3900m")
+      .Allocatable("memory", "15784Mi")
+      .Allocatable("example.com/gpu-mem", "160")
+      .Condition("MemoryPressure", "False")
+      .Ready(false)
+      .Realistic();
+  NodeJson n2("n2");
+  const std::string n1_json = n1.Build();
+  const std::string n2_json = n2.Build();
+  ASSERT_TRUE(Args(ExtenderArgsFullJson(PodJson("p").Build(), {n1_json, n2_json})).ok());
+  ASSERT_EQ(args_.mode, NodeMode::kFullNodes);
+  ASSERT_EQ(args_.nodes.size(), 2u);
+  EXPECT_THAT(args_.node_names, ElementsAre("n1", "n2"));
+  const model::NodeInfo& node = args_.nodes[0];
+  EXPECT_EQ(node.name, "n1");
+  EXPECT_EQ(node.uid, "u1");
+  EXPECT_EQ(node.labels.Find("zone"), "a");
+  EXPECT_EQ(node.annotations.Find("note"), "y");
+  ASSERT_EQ(node.taints.size(), 3u);
+  EXPECT_EQ(node.taints[0].key, "gpu");
+  EXPECT_EQ(node.taints[0].value, "present");
+  EXPECT_EQ(node.taints[0].effect, model::TaintEffect::kNoSchedule);
+  EXPECT_EQ(node.taints[1].value, "");
+  EXPECT_EQ(node.taints[1].effect, model::TaintEffect::kNoExecute);
+  EXPECT_EQ(node.taints[2].effect, model::TaintEffect::kPreferNoSchedule);
+  EXPECT_TRUE(node.unschedulable);
+  EXPECT_EQ(node.capacity.milli_cpu, 4000);
+  EXPECT_EQ(node.allocatable.milli_cpu, 3900);
+  EXPECT_EQ(node.allocatable.memory, int64_t{15784} * 1024 * 1024);
+  EXPECT_EQ(node.allocatable.Get("example.com/gpu-mem"), 160);
+  ASSERT_EQ(node.conditions.size(), 2u);
+  EXPECT_EQ(node.ConditionStatus("Ready"), "False");
+  EXPECT_EQ(node.ConditionStatus("MemoryPressure"), "False");
+  EXPECT_EQ(node.raw_json, n1_json);
+  EXPECT_EQ(args_.nodes[1].raw_json, n2_json);
+  EXPECT_FALSE(args_.nodes[1].unschedulable);
+  // The span points into the request buffer itself.
+  EXPECT_GE(node.raw_json.data(), buffer_.data());
+  EXPECT_LE(node.raw_json.data() + node.raw_json.size(), buffer_.data() + buffer_.size());
+}
+
+TEST_F(DecoderTest, CapturesRawJsonExactlyAroundWhitespace) {
+  const std::string a = R"({"metadata":{"name":"a"},"spec":{}})";
+  const std::string b = "{ \"metadata\" : { \"name\" : \"b\" } ,\n  \"status\": {\"allocatable\": {\"cpu\": 2}}\n}";
+  const std::string c = "{}";
+  const std::string body = "{\n  \"Nodes\" : {\n    \"items\" : [ " + a + " ,\n\t" + b + "\r\n, " + c +
+                           "\n    ]\n  },\n  \"NodeNames\" : null\n}\n";
+  ASSERT_TRUE(Args(body).ok());
+  ASSERT_EQ(args_.nodes.size(), 3u);
+  EXPECT_EQ(args_.nodes[0].raw_json, a);
+  EXPECT_EQ(args_.nodes[1].raw_json, b);
+  EXPECT_EQ(args_.nodes[2].raw_json, c);
+  EXPECT_EQ(args_.nodes[1].allocatable.milli_cpu, 2000);
+  EXPECT_THAT(args_.node_names, ElementsAre("a", "b", ""));
+}
+
+TEST_F(DecoderTest, DecodesManyNodes) {
+  std::vector<std::string> items;
+  for (int i = 0; i < 1000; ++i) {
+    items.push_back(NodeJson("node-" + std::to_string(i))
+                        .Label("index", std::to_string(i))
+                        .Allocatable("cpu", std::to_string(i) + "m")
+                        .Realistic()
+                        .Build());
+  }
+  ASSERT_TRUE(Args(ExtenderArgsFullJson(PodJson("p").Build(), items)).ok());
+  ASSERT_EQ(args_.nodes.size(), 1000u);
+  for (size_t i = 0; i < items.size(); ++i) {
+    ASSERT_EQ(args_.nodes[i].raw_json, items[i]) << i;
+    ASSERT_EQ(args_.node_names[i], "node-" + std::to_string(i));
+    ASSERT_EQ(args_.nodes[i].allocatable.milli_cpu, static_cast<int64_t>(i));
+  }
+}
+
+// ---- preemption and binding ----------------------------------------------
+
+TEST_F(DecoderTest, DecodesPreemptionWithFullVictims) {
+  PodJson preemptor("train-high");
+  preemptor.Priority(1000000).Request("cpu", "2");
+  std::vector<VictimsJson> victims = {
+      {"n2", {PodJson("v1").Uid("u1").Priority(10).Request("cpu", "1"), PodJson("v2").Uid("u2")}, 1},
+      {"n1", {PodJson("v3").Uid("u3")}, 0},
+  };
+  ASSERT_TRUE(Preemption(PreemptionArgsJson(preemptor, victims, ArgsShape::kFullNodes)).ok());
+  EXPECT_TRUE(preemption_.has_pod);
+  EXPECT_EQ(preemption_.pod.name, "train-high");
+  EXPECT_EQ(preemption_.pod.priority, 1000000);
+  EXPECT_EQ(preemption_.pod.requests.milli_cpu, 2000);
+  EXPECT_TRUE(preemption_.full_pods);
+  ASSERT_EQ(preemption_.node_count, 2u);
+  const auto candidates = preemption_.candidates();
+  EXPECT_EQ(candidates[0].node, "n2");  // document order
+  EXPECT_EQ(candidates[0].num_pdb_violations, 1);
+  ASSERT_EQ(candidates[0].pods.size(), 2u);
+  EXPECT_EQ(candidates[0].pods[0].name, "v1");
+  EXPECT_EQ(candidates[0].pods[0].uid, "u1");
+  EXPECT_EQ(candidates[0].pods[0].priority, 10);
+  EXPECT_EQ(candidates[0].pods[0].requests.milli_cpu, 1000);
+  EXPECT_EQ(candidates[0].pods[1].uid, "u2");
+  EXPECT_EQ(candidates[1].node, "n1");
+  ASSERT_EQ(candidates[1].pods.size(), 1u);
+  EXPECT_EQ(candidates[1].pods[0].uid, "u3");
+}
+
+TEST_F(DecoderTest, DecodesPreemptionWithMetaVictims) {
+  std::vector<VictimsJson> victims = {
+      {"n1", {PodJson("v1").Uid("u1"), PodJson("v2").Uid("u2")}, 2},
+      {"n2", {}, 0},
+  };
+  ASSERT_TRUE(Preemption(PreemptionArgsJson(PodJson("p"), victims, ArgsShape::kNodeNames)).ok());
+  EXPECT_FALSE(preemption_.full_pods);
+  ASSERT_EQ(preemption_.node_count, 2u);
+  const auto candidates = preemption_.candidates();
+  EXPECT_EQ(candidates[0].node, "n1");
+  EXPECT_EQ(candidates[0].num_pdb_violations, 2);
+  ASSERT_EQ(candidates[0].pods.size(), 2u);
+  EXPECT_EQ(candidates[0].pods[0].uid, "u1");
+  EXPECT_EQ(candidates[0].pods[0].name, "");
+  EXPECT_EQ(candidates[0].pods[1].uid, "u2");
+  EXPECT_EQ(candidates[1].node, "n2");
+  EXPECT_THAT(candidates[1].pods, IsEmpty());
+}
+
+TEST_F(DecoderTest, PrefersFullVictimsWhenBothMapsAreSet) {
+  const std::string full = R"({"n1":{"Pods":[{"metadata":{"name":"v","uid":"u-full"}}],"NumPDBViolations":0}})";
+  const std::string meta = R"({"n2":{"Pods":[{"UID":"u-meta"}],"NumPDBViolations":0}})";
+  for (const std::string& body :
+       {R"({"NodeNameToVictims":)" + full + R"(,"NodeNameToMetaVictims":)" + meta + "}",
+        R"({"NodeNameToMetaVictims":)" + meta + R"(,"NodeNameToVictims":)" + full + "}"}) {
+    ASSERT_TRUE(Preemption(body).ok()) << body;
+    EXPECT_TRUE(preemption_.full_pods);
+    ASSERT_EQ(preemption_.node_count, 1u);
+    EXPECT_EQ(preemption_.candidates()[0].node, "n1");
+    EXPECT_EQ(preemption_.candidates()[0].pods[0].uid, "u-full");
+  }
+  ASSERT_TRUE(Preemption(R"({"NodeNameToVictims":null,"NodeNameToMetaVictims":)" + meta + "}").ok());
+  EXPECT_FALSE(preemption_.full_pods);
+  ASSERT_EQ(preemption_.node_count, 1u);
+  EXPECT_EQ(preemption_.candidates()[0].pods[0].uid, "u-meta");
+  // A later null cancels an earlier map.
+  ASSERT_TRUE(Preemption(R"({"NodeNameToVictims":)" + full + R"(,"NodeNameToMetaVictims":)" + meta +
+                         R"(,"nodenametovictims":null})")
+                  .ok());
+  EXPECT_FALSE(preemption_.full_pods);
+  EXPECT_EQ(preemption_.candidates()[0].pods[0].uid, "u-meta");
+}
+
+TEST_F(DecoderTest, DecodesEmptyAndLowercasePreemptionArgs) {
+  ASSERT_TRUE(Preemption(R"({"Pod":{"metadata":{"name":"p"}},"NodeNameToVictims":null,"NodeNameToMetaVictims":{}})").ok());
+  EXPECT_EQ(preemption_.node_count, 0u);
+  EXPECT_THAT(preemption_.candidates(), IsEmpty());
+  ASSERT_TRUE(Preemption(R"({"pod":{"metadata":{"name":"p"}},"nodenametometavictims":{"n":{"pods":[{"uid":"u"}],"numpdbviolations":3}}})").ok());
+  EXPECT_EQ(preemption_.pod.name, "p");
+  ASSERT_EQ(preemption_.node_count, 1u);
+  EXPECT_EQ(preemption_.candidates()[0].pods[0].uid, "u");
+  EXPECT_EQ(preemption_.candidates()[0].num_pdb_violations, 3);
+  // A repeated node replaces its entry.
+  ASSERT_TRUE(Preemption(R"({"NodeNameToMetaVictims":{"n":{"Pods":[{"UID":"a"}]},"m":{"Pods":[]},"n":{"Pods":[{"UID":"b"}]}}})").ok());
+  ASSERT_EQ(preemption_.node_count, 2u);
+  EXPECT_EQ(preemption_.candidates()[0].node, "n");
+  EXPECT_EQ(preemption_.candidates()[0].pods[0].uid, "b");
+  EXPECT_EQ(preemption_.candidates()[1].node, "m");
+}
+
+TEST_F(DecoderTest, RejectsBadPreemptionArgs) {
+  EXPECT_EQ(Preemption(R"({"NodeNameToMetaVictims":{"n":{"Pods":[{"UID":5}]}}})").message(),
+            "decode PreemptionArgs: /NodeNameToMetaVictims/n/Pods/0/UID: expected a string");
+  EXPECT_EQ(Preemption(R"({"NodeNameToVictims":{"n":{"Pods":[null]}}})").message(),
+            "decode PreemptionArgs: /NodeNameToVictims/n/Pods/0: expected an object");
+  EXPECT_EQ(Preemption(R"({"NodeNameToVictims":{"n":{"NumPDBViolations":"1"}}})").message(),
+            "decode PreemptionArgs: /NodeNameToVictims/n/NumPDBViolations: expected an integer");
+  EXPECT_EQ(Preemption(R"({"NodeNameToVictims":[]})").message(),
+            "decode PreemptionArgs: /NodeNameToVictims: expected an object");
+}
+
+TEST_F(DecoderTest, DecodesBindingArgs) {
+  ASSERT_TRUE(Binding(BindingArgsJson("web-0", "shop", "5f2c", "n7")).ok());
+  EXPECT_EQ(binding_.pod_name, "web-0");
+  EXPECT_EQ(binding_.pod_namespace, "shop");
+  EXPECT_EQ(binding_.pod_uid, "5f2c");
+  EXPECT_EQ(binding_.node, "n7");
+  ASSERT_TRUE(Binding(R"({"podname":"a","PODUID":"u","extra":[1,2]})").ok());
+  EXPECT_EQ(binding_.pod_name, "a");
+  EXPECT_EQ(binding_.pod_namespace, "");
+  EXPECT_EQ(binding_.pod_uid, "u");
+  EXPECT_EQ(binding_.node, "");
+  EXPECT_EQ(Binding(R"({"PodName":["a"]})").message(),
+            "decode BindingArgs: /PodName: expected a string");
+  EXPECT_EQ(binding_.pod_name, "");
+}
+
+// ---- reuse ------------------------------------------------------------------
+
+TEST_F(DecoderTest, ReusesOneDecoderWithoutStaleData) {
+  PodJson labelled("a");
+  labelled.Label("app", "web")
+      .NodeSelector("disk", "ssd")
+      .Toleration("t", "Exists")
+      .Priority(7)
+      .NominatedNodeName("n1")
+      .RequiredTerm(NodeSelectorTermJson().MatchExpression("zone", "In", {"a"}))
+      .Request("cpu", "1")
+      .InitContainer(ContainerJson("i").Request("cpu", "3"))
+      .Overhead("cpu", "1");
+  std::vector<NodeJson> rich = {
+      NodeJson("n1").Label("zone", "a").Taint("t", "", "NoSchedule").Unschedulable().Allocatable("cpu", "8").Ready(),
+      NodeJson("n2").Label("zone", "b"), NodeJson("n3")};
+  ASSERT_TRUE(Args(ExtenderArgsJson(labelled, rich, ArgsShape::kFullNodes)).ok());
+  ASSERT_EQ(args_.nodes.size(), 3u);
+  EXPECT_EQ(args_.pod.requests.milli_cpu, 4000);
+
+  PodJson bare("b");
+  ASSERT_TRUE(Args(ExtenderArgsJson(bare, {NodeJson("m1")}, ArgsShape::kFullNodes)).ok());
+  const model::PodInfo& p = args_.pod;
+  EXPECT_EQ(p.name, "b");
+  EXPECT_TRUE(p.labels.empty());
+  EXPECT_TRUE(p.node_selector.empty());
+  EXPECT_THAT(p.tolerations, IsEmpty());
+  EXPECT_EQ(p.priority, 0);
+  EXPECT_EQ(p.nominated_node_name, "");
+  EXPECT_FALSE(p.has_required_node_affinity);
+  EXPECT_THAT(p.required_node_affinity, IsEmpty());
+  EXPECT_THAT(p.init_containers, IsEmpty());
+  EXPECT_EQ(p.overhead.milli_cpu, 0);
+  EXPECT_EQ(p.requests.milli_cpu, 0);
+  ASSERT_EQ(args_.nodes.size(), 1u);
+  const model::NodeInfo& n = args_.nodes[0];
+  EXPECT_EQ(n.name, "m1");
+  EXPECT_TRUE(n.labels.empty());
+  EXPECT_THAT(n.taints, IsEmpty());
+  EXPECT_FALSE(n.unschedulable);
+  EXPECT_EQ(n.allocatable.milli_cpu, 0);
+  EXPECT_THAT(n.conditions, IsEmpty());
+  EXPECT_THAT(args_.node_names, ElementsAre("m1"));
+
+  ASSERT_TRUE(Args(ExtenderArgsJson(bare, rich, ArgsShape::kNodeNames)).ok());
+  EXPECT_EQ(args_.mode, NodeMode::kNodeNames);
+  EXPECT_THAT(args_.nodes, IsEmpty());
+  EXPECT_THAT(args_.node_names, ElementsAre("n1", "n2", "n3"));
+
+  // A failed decode leaves nothing usable behind, and the next one works.
+  EXPECT_FALSE(Args(R"({"Pod":{"metadata":{"name":"x"}},"Nodes":{"items":[{"metadata":{"name":1}}]}})").ok());
+  EXPECT_FALSE(args_.has_pod);
+  EXPECT_THAT(args_.nodes, IsEmpty());
+
+  ASSERT_TRUE(Args(ExtenderArgsJson(labelled, rich, ArgsShape::kFullNodes)).ok());
+  ASSERT_EQ(args_.nodes.size(), 3u);
+  EXPECT_TRUE(args_.nodes[0].unschedulable);
+  EXPECT_EQ(args_.nodes[0].labels.Find("zone"), "a");
+  EXPECT_EQ(args_.nodes[1].labels.Find("zone"), "b");
+  EXPECT_TRUE(args_.nodes[2].labels.empty());
+  EXPECT_EQ(args_.pod.labels.Find("app"), "web");
+
+  // Victim lists shrink as well.
+  ASSERT_TRUE(Preemption(PreemptionArgsJson(bare, {{"n1", {PodJson("v1"), PodJson("v2")}, 0}, {"n2", {PodJson("v3")}, 0}},
+                                            ArgsShape::kFullNodes))
+                  .ok());
+  ASSERT_EQ(preemption_.node_count, 2u);
+  ASSERT_TRUE(Preemption(PreemptionArgsJson(bare, {{"n9", {PodJson("v4")}, 0}}, ArgsShape::kNodeNames)).ok());
+  ASSERT_EQ(preemption_.node_count, 1u);
+  EXPECT_FALSE(preemption_.full_pods);
+  EXPECT_EQ(preemption_.candidates()[0].node, "n9");
+  ASSERT_EQ(preemption_.candidates()[0].pods.size(), 1u);
+  EXPECT_EQ(preemption_.candidates()[0].pods[0].name, "");
+  EXPECT_EQ(preemption_.candidates()[0].pods[0].uid, "uid-v4");
+}
+
+TEST_F(DecoderTest, KeepsNodeStorageAcrossRequests) {
+  std::vector<NodeJson> three;
+  for (const char* name : {"n1", "n2", "n3"}) {
+    three.push_back(NodeJson(name).Label("a", "1").Label("b", "2").Taint("t", "", "NoSchedule").Ready());
+  }
+  const std::string big = ExtenderArgsJson(PodJson("p"), three, ArgsShape::kFullNodes);
+  const std::string small = ExtenderArgsJson(PodJson("p"), {three[0]}, ArgsShape::kFullNodes);
+  ASSERT_TRUE(Args(big).ok());
+  std::vector<const void*> storage;
+  for (const model::NodeInfo& node : args_.nodes) {
+    storage.push_back(node.labels.entries().data());
+    storage.push_back(node.taints.data());
+    storage.push_back(node.conditions.data());
+  }
+  // Fewer nodes, then as many again: the same buffers come back, in order.
+  ASSERT_TRUE(Args(small).ok());
+  ASSERT_EQ(args_.nodes.size(), 1u);
+  ASSERT_TRUE(Args(R"({"NodeNames":["x"]})").ok());
+  ASSERT_TRUE(Args(big).ok());
+  std::vector<const void*> again;
+  for (const model::NodeInfo& node : args_.nodes) {
+    again.push_back(node.labels.entries().data());
+    again.push_back(node.taints.data());
+    again.push_back(node.conditions.data());
+  }
+  EXPECT_EQ(again, storage);
+}
+
+TEST_F(DecoderTest, ShrinkToKeepsDecoding) {
+  std::vector<std::string> items(200, NodeJson("n").Realistic().Build());
+  ASSERT_TRUE(Args(ExtenderArgsFullJson("{}", items)).ok());
+  decoder_.ShrinkTo(1024);
+  ASSERT_TRUE(Args(R"({"NodeNames":["a"]})").ok());
+  EXPECT_THAT(args_.node_names, ElementsAre("a"));
+  decoder_.ShrinkTo(0);
+  ASSERT_TRUE(Args(ExtenderArgsFullJson("{}", items)).ok());
+  EXPECT_EQ(args_.nodes.size(), 200u);
+}
+
+TEST(RequestBufferTest, KeepsZeroedPaddingAfterTheBody) {
+  RequestBuffer buffer;
+  EXPECT_EQ(buffer.size(), 0u);
+  buffer.Reserve(10);
+  EXPECT_GE(buffer.capacity(), 10 + kJsonPadding);
+  const std::string big(300, 'x');
+  buffer.Append(big.data(), big.size());
+  buffer.Clear();
+  buffer.Append("ab", 2);
+  buffer.Append("cd", 2);
+  EXPECT_EQ(buffer.view(), "abcd");
+  ASSERT_GE(buffer.capacity(), buffer.size() + kJsonPadding);
+  for (size_t i = 0; i < kJsonPadding; ++i) {
+    ASSERT_EQ(buffer.data()[buffer.size() + i], '\0') << i;
+  }
+  RequestBuffer copy = RequestBuffer::CopyOf("{}");
+  EXPECT_EQ(copy.view(), "{}");
+  EXPECT_GE(copy.capacity(), 2 + kJsonPadding);
+  copy.ShrinkTo(1 << 20);
+  EXPECT_EQ(copy.view(), "{}");
+  copy.ShrinkTo(8);
+  EXPECT_EQ(copy.size(), 0u);
+  EXPECT_EQ(copy.capacity(), 0u);
+  copy.Append("x", 1);
+  EXPECT_EQ(copy.view(), "x");
+}
+
+}  // namespace
+}  // namespace schedext::wire

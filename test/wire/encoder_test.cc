@@ -1,1 +1,187 @@
-// placeholder: not yet written
+// Encoders: every reply pinned byte for byte (protocol doc §1.3, §7 items 17,
+// 18, 25, 32–34).
+#include "schedext/wire/encoder.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "schedext/wire/decoder.h"
+#include "testing/json_builders.h"
+
+namespace schedext::wire {
+namespace {
+
+std::string Quoted(std::string_view text) {
+  std::string out;
+  AppendJsonString(text, out);
+  return out;
+}
+
+TEST(EncoderTest, QuotesPlainStrings) {
+  EXPECT_EQ(Quoted(""), R"("")");
+  EXPECT_EQ(Quoted("lab-gpu-1"), R"("lab-gpu-1")");
+  // HTML characters, '/', DEL and UTF-8 are copied as they are.
+  EXPECT_EQ(Quoted("a<b>&c/d\x7f"), "\"a<b>&c/d\x7f\"");
+  EXPECT_EQ(Quoted("gr\xC3\xB6\xC3\x9F" "e \xF0\x9F\x98\x80"), "\"gr\xC3\xB6\xC3\x9F" "e \xF0\x9F\x98\x80\"");
+}
+
+TEST(EncoderTest, EscapesQuotesBackslashesAndControlCharacters) {
+  EXPECT_EQ(Quoted("say \"hi\""), R"("say \"hi\"")");
+  EXPECT_EQ(Quoted("C:\\path"), R"("C:\\path")");
+  EXPECT_EQ(Quoted("a\nb\rc\td\be\ff"), R"("a\nb\rc\td\be\ff")");
+  EXPECT_EQ(Quoted(std::string_view("\x00\x01\x1f\x20", 4)), R"("\u0000\u0001\u001f ")");
+  EXPECT_EQ(Quoted("\x0b\x1b"), R"("\u000b\u001b")");
+  EXPECT_EQ(Quoted("\"\\\n"), R"("\"\\\n")");
+}
+
+TEST(EncoderTest, AppendsWithoutClearing) {
+  std::string out = "prefix:";
+  AppendJsonString("x", out);
+  AppendBindingResult("", out);
+  EXPECT_EQ(out, R"(prefix:"x"{"Error":""})");
+}
+
+TEST(EncoderTest, EncodesNodeNamesFilterResult) {
+  const std::vector<std::string_view> passing = {"a", "b"};
+  const std::vector<FailedNode> failed = {{"c", "no gpu"}, {"d", "too \"full\""}};
+  const std::vector<FailedNode> unresolvable = {{"e", "tainted"}};
+  FilterResultView result;
+  result.mode = NodeMode::kNodeNames;
+  result.passing = passing;
+  result.failed = failed;
+  result.unresolvable = unresolvable;
+  std::string out;
+  AppendFilterResult(result, out);
+  EXPECT_EQ(out,
+            R"({"Nodes":null,"NodeNames":["a","b"],"FailedNodes":{"c":"no gpu","d":"too \"full\""},)"
+            R"("FailedAndUnresolvableNodes":{"e":"tainted"},"Error":""})");
+}
+
+TEST(EncoderTest, EncodesEmptyFilterResults) {
+  FilterResultView result;
+  std::string out;
+  AppendFilterResult(result, out);  // default mode: kNodeNames
+  EXPECT_EQ(out,
+            R"({"Nodes":null,"NodeNames":[],"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":""})");
+  out.clear();
+  result.mode = NodeMode::kNone;
+  AppendFilterResult(result, out);
+  EXPECT_EQ(out,
+            R"({"Nodes":null,"NodeNames":[],"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":""})");
+  out.clear();
+  result.mode = NodeMode::kFullNodes;
+  AppendFilterResult(result, out);
+  EXPECT_EQ(out,
+            R"({"Nodes":{"metadata":{},"items":[]},"NodeNames":null,"FailedNodes":{},)"
+            R"("FailedAndUnresolvableNodes":{},"Error":""})");
+}
+
+TEST(EncoderTest, EncodesFullNodesFilterResultWithRawSpans) {
+  const std::vector<std::string_view> passing = {R"({"metadata":{"name":"a"}})",
+                                                 R"({"metadata":{"name":"b"},"spec":{}})"};
+  const std::vector<FailedNode> failed = {{"c", "no"}};
+  FilterResultView result;
+  result.mode = NodeMode::kFullNodes;
+  result.passing = passing;
+  result.failed = failed;
+  std::string out;
+  AppendFilterResult(result, out);
+  EXPECT_EQ(out,
+            R"({"Nodes":{"metadata":{},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"},"spec":{}}]},)"
+            R"("NodeNames":null,"FailedNodes":{"c":"no"},"FailedAndUnresolvableNodes":{},"Error":""})");
+}
+
+TEST(EncoderTest, EchoesDecodedNodesByteForByte) {
+  std::vector<std::string> items;
+  for (const char* name : {"n1", "n2", "n3"}) {
+    items.push_back(::schedext::testing::NodeJson(name)
+                        .Realistic()
+                        .Label("note", "a&b <c> \xF0\x9F\x98\x80")
+                        .Taint("t", "v", "NoSchedule")
+                        .Allocatable("cpu", "4")
+                        .Build());
+  }
+  const std::string body =
+      ::schedext::testing::ExtenderArgsFullJson(::schedext::testing::PodJson("p").Build(), items);
+  const RequestBuffer buffer = RequestBuffer::CopyOf(body);
+  RequestDecoder decoder;
+  ExtenderArgsView args;
+  ASSERT_TRUE(decoder.DecodeExtenderArgs(buffer, args).ok());
+  ASSERT_EQ(args.nodes.size(), 3u);
+
+  std::vector<std::string_view> passing;
+  for (const model::NodeInfo& node : args.nodes) {
+    passing.push_back(node.raw_json);
+  }
+  FilterResultView result;
+  result.mode = NodeMode::kFullNodes;
+  result.passing = passing;
+  std::string out;
+  AppendFilterResult(result, out);
+  const std::string expected_items = "[" + items[0] + "," + items[1] + "," + items[2] + "]";
+  EXPECT_EQ(out, R"({"Nodes":{"metadata":{},"items":)" + expected_items +
+                     R"(},"NodeNames":null,"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":""})");
+  // The same bytes as the request's own items array.
+  EXPECT_NE(body.find(R"("items":)" + expected_items), std::string::npos);
+}
+
+TEST(EncoderTest, EncodesFilterError) {
+  std::string out;
+  AppendFilterError("policy \"gpu\" failed", out);
+  EXPECT_EQ(out,
+            R"({"Nodes":null,"NodeNames":null,"FailedNodes":null,"FailedAndUnresolvableNodes":null,)"
+            R"("Error":"policy \"gpu\" failed"})");
+}
+
+TEST(EncoderTest, EncodesHostPriorityList) {
+  std::string out;
+  AppendHostPriorityList({}, out);
+  EXPECT_EQ(out, "[]");
+  out.clear();
+  const std::vector<HostScore> scores = {{"a", 3}, {"b", 0}, {"c", 10}};
+  AppendHostPriorityList(scores, out);
+  EXPECT_EQ(out, R"([{"Host":"a","Score":3},{"Host":"b","Score":0},{"Host":"c","Score":10}])");
+  out.clear();
+  const std::vector<HostScore> extremes = {{"min", INT64_MIN}, {"max", INT64_MAX}, {"neg", -1}};
+  AppendHostPriorityList(extremes, out);
+  EXPECT_EQ(out,
+            R"([{"Host":"min","Score":-9223372036854775808},{"Host":"max","Score":9223372036854775807},)"
+            R"({"Host":"neg","Score":-1}])");
+}
+
+TEST(EncoderTest, EncodesPreemptionResult) {
+  std::string out;
+  AppendPreemptionResult({}, out);
+  EXPECT_EQ(out, R"({"NodeNameToMetaVictims":{}})");
+  out.clear();
+  const std::vector<std::string_view> uids_a = {"u1", "u2"};
+  const std::vector<std::string_view> uids_b = {"u3"};
+  const std::vector<MetaVictimsEntry> nodes = {{"n1", uids_a, 0}, {"n2", uids_b, 2}};
+  AppendPreemptionResult(nodes, out);
+  EXPECT_EQ(out,
+            R"({"NodeNameToMetaVictims":{"n1":{"Pods":[{"UID":"u1"},{"UID":"u2"}],"NumPDBViolations":0},)"
+            R"("n2":{"Pods":[{"UID":"u3"}],"NumPDBViolations":2}}})");
+  out.clear();
+  const std::vector<MetaVictimsEntry> single = {{"n", uids_b, 0}};
+  AppendPreemptionResult(single, out);
+  EXPECT_EQ(out, R"({"NodeNameToMetaVictims":{"n":{"Pods":[{"UID":"u3"}],"NumPDBViolations":0}}})");
+}
+
+TEST(EncoderTest, EncodesBindingResultAndErrorBody) {
+  std::string out;
+  AppendBindingResult("", out);
+  EXPECT_EQ(out, R"({"Error":""})");
+  out.clear();
+  AppendBindingResult("pod \"default/web-1\" is already bound\n", out);
+  EXPECT_EQ(out, R"({"Error":"pod \"default/web-1\" is already bound\n"})");
+  out.clear();
+  AppendErrorBody("decode ExtenderArgs: empty body", out);
+  EXPECT_EQ(out, R"({"Error":"decode ExtenderArgs: empty body"})");
+}
+
+}  // namespace
+}  // namespace schedext::wire
