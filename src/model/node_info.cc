@@ -26,6 +26,7 @@ void NodeInfo::Clear() {
   capacity.Clear();
   allocatable.Clear();
   raw_json = {};
+  usage = nullptr;
 }
 
 }  // namespace schedext::model

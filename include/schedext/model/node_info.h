@@ -20,6 +20,14 @@ struct NodeCondition {
   std::string_view status;  // "True", "False", "Unknown"
 };
 
+// What the pods bound or assumed on a node request, as the cluster cache counts
+// them (kube-scheduler's NodeInfo.Requested / NonZeroRequested / len(Pods)).
+struct NodeUsage {
+  ResourceList requested;          // sum of the pods' EffectiveRequests
+  ResourceList scoring_requested;  // sum of the pods' ScoringRequests
+  int64_t pods = 0;
+};
+
 struct NodeInfo {
   std::string_view name;
   std::string_view uid;
@@ -33,6 +41,10 @@ struct NodeInfo {
   // Full-node mode: the node object's exact bytes in the request, echoed back
   // unmodified by a passing filter reply. Empty otherwise.
   std::string_view raw_json;
+  // The cluster cache's view of the pods on this node; nullptr when schedext
+  // runs without a cluster connection (resource policies then answer an error).
+  // Points into a snapshot the request keeps alive.
+  const NodeUsage* usage = nullptr;
 
   // status of the condition `type`, or nullopt when the node does not report it.
   std::optional<std::string_view> ConditionStatus(std::string_view type) const;
