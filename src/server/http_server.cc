@@ -5,8 +5,9 @@
 
 #include <charconv>
 #include <exception>
-#include <regex>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
@@ -20,13 +21,44 @@ namespace {
 // a pool of idle workers does not sit on hundreds of MB.
 constexpr size_t kKeepBufferBytes = size_t{16} << 20;
 
-// A profile name, then a verb; a trailing slash is tolerated.
-const char* const kVerbRoute =
-    R"(/(?:([a-z0-9](?:[-a-z0-9]*[a-z0-9])?)/)?(filter|prioritize|preempt|bind)/?)";
+struct VerbPath {
+  std::string_view profile;  // "" for the default profile
+  std::string_view verb;
+};
+
+bool IsVerb(std::string_view s) {
+  return s == "filter" || s == "prioritize" || s == "preempt" || s == "bind";
+}
+
+// "/<verb>" or "/<profile>/<verb>", with an optional trailing slash. Profile
+// names are checked against the configured ones later, so any segment goes.
+std::optional<VerbPath> ParseVerbPath(std::string_view path) {
+  if (path.empty() || path.front() != '/') {
+    return std::nullopt;
+  }
+  path.remove_prefix(1);
+  if (!path.empty() && path.back() == '/') {
+    path.remove_suffix(1);
+  }
+  const size_t slash = path.find('/');
+  VerbPath out;
+  if (slash == std::string_view::npos) {
+    out.verb = path;
+  } else {
+    out.profile = path.substr(0, slash);
+    out.verb = path.substr(slash + 1);
+    if (out.profile.empty() || out.verb.find('/') != std::string_view::npos) {
+      return std::nullopt;
+    }
+  }
+  if (!IsVerb(out.verb)) {
+    return std::nullopt;
+  }
+  return out;
+}
 
 // Per-worker scratch: the one thread_local of the server. Each keep-alive
-// connection is served by one worker thread from request to reply, so the
-// reply body stays valid until the content provider has sent it.
+// connection is served by one worker thread from request to reply.
 struct Worker {
   wire::RequestBuffer body;
   Scratch scratch;
@@ -42,22 +74,22 @@ std::optional<Verb> ParseVerb(std::string_view s) {
   return std::nullopt;
 }
 
-// Sends `body` (which must outlive the response) as a fixed-length provider:
-// cpp-httplib 0.11.4 never gzips those, whatever Accept-Encoding says.
-void ReplyFrom(const std::string& body, const char* content_type, httplib::Response& res) {
-  res.set_content_provider(body.size(), content_type,
-                           [&body](size_t offset, size_t length, httplib::DataSink& sink) {
-                             return sink.write(body.data() + offset, length);
-                           });
+// Replies are plain bodies (Response::body), not content providers: once
+// stop() has been called, 0.11.4 writes nothing of a provider's body, so every
+// reply in flight during a SIGTERM drain went out as headers only. Compression
+// is prevented by DisableCompression instead.
+//
+// 0.11.4 gzips (or brotli-compresses) a JSON or text body whenever the request's
+// Accept-Encoding allows it, and has no switch for it; so the header is removed
+// from the request before any reply is made. The handlers get the library's own
+// (non-const) Request object by const reference, so the cast is well-defined.
+void DisableCompression(const httplib::Request& req) {
+  const_cast<httplib::Request&>(req).headers.erase("Accept-Encoding");
 }
 
-// The same for a body the response owns.
 void ReplyOwned(std::string body, const char* content_type, httplib::Response& res) {
-  auto owned = std::make_shared<const std::string>(std::move(body));
-  res.set_content_provider(owned->size(), content_type,
-                           [owned](size_t offset, size_t length, httplib::DataSink& sink) {
-                             return sink.write(owned->data() + offset, length);
-                           });
+  res.body = std::move(body);
+  res.set_header("Content-Type", content_type);
 }
 
 void ReplyError(int status, std::string_view message, httplib::Response& res) {
@@ -66,6 +98,21 @@ void ReplyError(int status, std::string_view message, httplib::Response& res) {
   body.push_back('\n');
   res.status = status;
   ReplyOwned(std::move(body), "application/json", res);
+}
+
+std::string NoRouteMessage(const httplib::Request& req) {
+  return "no route for " + req.method + " " + req.path +
+         " (POST /filter, /prioritize, /preempt, /bind or /<profile>/<verb>; GET "
+         "/healthz, /readyz, /version, /metrics)";
+}
+
+bool IsGetRoute(const std::string& path) {
+  return path == "/healthz" || path == "/readyz" || path == "/version" || path == "/metrics";
+}
+
+// Methods whose body the library reads (or hands to a content reader).
+bool HasBodyMethod(const std::string& method) {
+  return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE";
 }
 
 bool IsJsonContentType(std::string_view type) {
@@ -91,18 +138,34 @@ bool IsJsonContentType(std::string_view type) {
 
 struct HttpServer::Impl {
   Impl(const ExtenderService& s, Metrics* m, HttpServerOptions o)
-      : service(s), metrics(m), options(std::move(o)), verb_route(kVerbRoute) {}
+      : service(s), metrics(m), options(std::move(o)) {}
 
   void Configure();
   void HandleVerb(const httplib::Request& req, httplib::Response& res,
                   const httplib::ContentReader& reader);
+  // Answers a method or path that has no handler, after reading its body.
+  void HandleUnrouted(const httplib::Request& req, httplib::Response& res,
+                      const httplib::ContentReader& reader);
+  // Reads the whole body, keeping it in `into` unless that is null: a refused
+  // request's body is read too, or the keep-alive connection would take it for
+  // the next request. 0.11.4 enforces the payload limit for Content-Length
+  // bodies only; a chunked body over the limit is read to its end but not kept.
+  // 0 when read, else the status to answer (413, or 400 for a broken body).
+  int ReadBody(const httplib::ContentReader& reader, const httplib::Response& res,
+               wire::RequestBuffer* into) const;
 
   const ExtenderService& service;
   Metrics* metrics;
   HttpServerOptions options;
-  std::regex verb_route;
   httplib::Server server;
   int port = 0;
+
+  // Stop() may come before Serve() has started, or before the library's accept
+  // loop runs, when its stop() does nothing: both are handled through these.
+  enum class ServeState { kNotStarted, kServing, kDone };
+  std::mutex mu;
+  bool stop_requested = false;                       // guarded by mu
+  ServeState serve_state = ServeState::kNotStarted;  // guarded by mu
 };
 
 void HttpServer::Impl::Configure() {
@@ -122,36 +185,41 @@ void HttpServer::Impl::Configure() {
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
   });
 
+  // Refuses here only requests without a body to read; the others are refused
+  // by HandleVerb / HandleUnrouted once their body has been read.
   server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    const bool is_get_route = req.path == "/healthz" || req.path == "/readyz" ||
-                              req.path == "/version" || req.path == "/metrics";
-    const bool is_verb_route = std::regex_match(req.path, verb_route);
-    if (is_verb_route && req.method != "POST") {
+    DisableCompression(req);
+    if (HasBodyMethod(req.method)) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    if (ParseVerbPath(req.path).has_value()) {
       res.set_header("Allow", "POST");
       ReplyError(405, "method " + req.method + " not allowed on " + req.path + ": use POST", res);
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (is_get_route && req.method != "GET" && req.method != "HEAD") {
+    if (IsGetRoute(req.path) && req.method != "GET" && req.method != "HEAD") {
       res.set_header("Allow", "GET");
       ReplyError(405, "method " + req.method + " not allowed on " + req.path + ": use GET", res);
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (is_verb_route && req.has_header("Content-Type") &&
-        !IsJsonContentType(req.get_header_value("Content-Type"))) {
-      ReplyError(415,
-                 "content type \"" + req.get_header_value("Content-Type") +
-                     "\" is not supported: send application/json (with curl: -H "
-                     "'Content-Type: application/json')",
-                 res);
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
 
-  server.Post(kVerbRoute, [this](const httplib::Request& req, httplib::Response& res,
+  // Every POST comes here; HandleVerb answers 404 for what is not a verb path.
+  server.Post(R"(/.*)", [this](const httplib::Request& req, httplib::Response& res,
                                  const httplib::ContentReader& reader) {
     HandleVerb(req, res, reader);
   });
+  // Everything else with a body: registered after the verb route, so it only
+  // sees what that did not match.
+  const auto unrouted = [this](const httplib::Request& req, httplib::Response& res,
+                               const httplib::ContentReader& reader) {
+    HandleUnrouted(req, res, reader);
+  };
+  server.Post(".*", unrouted);
+  server.Put(".*", unrouted);
+  server.Patch(".*", unrouted);
+  server.Delete(".*", unrouted);
   server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     ReplyOwned("ok\n", "text/plain", res);
   });
@@ -181,15 +249,14 @@ void HttpServer::Impl::Configure() {
   // nothing else did (unknown path, 413 from the payload limit, ...).
   server.set_error_handler(httplib::Server::HandlerWithResponse(
       [](const httplib::Request& req, httplib::Response& res) {
+    DisableCompression(req);  // errors raised before the pre-routing handler ran
     if (!res.body.empty() || res.content_length_ != 0) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
     std::string message;
     switch (res.status) {
       case 404:
-        message = "no route for " + req.method + " " + req.path +
-                  " (POST /filter, /prioritize, /preempt, /bind or /<profile>/<verb>; GET "
-                  "/healthz, /readyz, /version, /metrics)";
+        message = NoRouteMessage(req);
         break;
       case 413:
         message = "request body too large (server.maxBodyBytes)";
@@ -212,6 +279,7 @@ void HttpServer::Impl::Configure() {
         } catch (...) {
         }
         spdlog::error("{} {}: unhandled exception: {}", req.method, req.path, what);
+        DisableCompression(req);
         ReplyError(500, "internal error (see the schedext log)", res);
       });
 }
@@ -223,18 +291,31 @@ void HttpServer::Impl::HandleVerb(const httplib::Request& req, httplib::Response
     // The previous reply has been sent by now; release its memory.
     std::string().swap(w.out);
   }
-  std::string_view profile_name;
-  std::string_view verb_text;
-  if (req.matches.size() == 3) {
-    profile_name = std::string_view(req.path).substr(
-        static_cast<size_t>(req.matches.position(1)), static_cast<size_t>(req.matches.length(1)));
-    verb_text = std::string_view(req.path).substr(static_cast<size_t>(req.matches.position(2)),
-                                                  static_cast<size_t>(req.matches.length(2)));
+  const std::optional<VerbPath> path = ParseVerbPath(req.path);
+  if (!path) {
+    HandleUnrouted(req, res, reader);  // 405 for the GET routes, else 404
+    return;
   }
-  const std::optional<Verb> verb = ParseVerb(verb_text);
-  const int profile = service.FindProfile(profile_name);
+  const std::optional<Verb> verb = ParseVerb(path->verb);
+  const int profile = service.FindProfile(path->profile);
+  int refuse = 0;
+  std::string message;
   if (!verb || profile < 0) {
-    ReplyError(404, "no profile \"" + std::string(profile_name) + "\" for " + req.path, res);
+    refuse = 404;
+    message = "no profile \"" + std::string(path->profile) + "\" for " + req.path;
+  } else if (req.has_header("Content-Type") &&
+             !IsJsonContentType(req.get_header_value("Content-Type"))) {
+    refuse = 415;
+    message = "content type \"" + req.get_header_value("Content-Type") +
+              "\" is not supported: send application/json (with curl: -H "
+              "'Content-Type: application/json')";
+  }
+  if (refuse != 0) {
+    if (const int status = ReadBody(reader, res, nullptr); status != 0) {
+      res.status = status;  // the error handler writes the message
+      return;
+    }
+    ReplyError(refuse, message, res);
     return;
   }
 
@@ -247,16 +328,8 @@ void HttpServer::Impl::HandleVerb(const httplib::Request& req, httplib::Response
       w.body.Reserve(n);
     }
   }
-  const bool received = reader([&w](const char* data, size_t length) {
-    w.body.Append(data, length);
-    return true;
-  });
-  if (!received) {
-    // The library has set the status (413 over the limit, 400 on a broken
-    // body); the error handler writes the message.
-    if (res.status < 400) {
-      res.status = 400;
-    }
+  if (const int status = ReadBody(reader, res, &w.body); status != 0) {
+    res.status = status;  // the error handler writes the message
     return;
   }
 
@@ -264,9 +337,49 @@ void HttpServer::Impl::HandleVerb(const httplib::Request& req, httplib::Response
   res.status = service.Handle(*verb, static_cast<size_t>(profile), w.body, w.scratch, w.out,
                               summary);
   w.out.push_back('\n');
-  ReplyFrom(w.out, "application/json", res);
+  if (w.out.capacity() > kKeepBufferBytes) {
+    res.body.swap(w.out);  // would be released anyway: hand it over without a copy
+    res.set_header("Content-Type", "application/json");
+  } else {
+    res.set_content(w.out, "application/json");
+  }
   w.body.ShrinkTo(kKeepBufferBytes);
   w.scratch.decoder.ShrinkTo(kKeepBufferBytes);
+}
+
+void HttpServer::Impl::HandleUnrouted(const httplib::Request& req, httplib::Response& res,
+                                      const httplib::ContentReader& reader) {
+  if (const int status = ReadBody(reader, res, nullptr); status != 0) {
+    res.status = status;  // the error handler writes the message
+    return;
+  }
+  if (ParseVerbPath(req.path).has_value()) {
+    res.set_header("Allow", "POST");
+    ReplyError(405, "method " + req.method + " not allowed on " + req.path + ": use POST", res);
+  } else if (IsGetRoute(req.path)) {
+    res.set_header("Allow", "GET");
+    ReplyError(405, "method " + req.method + " not allowed on " + req.path + ": use GET", res);
+  } else {
+    ReplyError(404, NoRouteMessage(req), res);
+  }
+}
+
+int HttpServer::Impl::ReadBody(const httplib::ContentReader& reader,
+                               const httplib::Response& res, wire::RequestBuffer* into) const {
+  const size_t limit = options.server.max_body_bytes;
+  size_t total = 0;
+  const bool received = reader([&](const char* data, size_t length) {
+    total += length;
+    if (into != nullptr && total <= limit) {
+      into->Append(data, length);
+    }
+    return true;
+  });
+  if (!received) {
+    // The library has set the status: 413 over the limit, 400 on a broken body.
+    return res.status >= 400 ? res.status : 400;
+  }
+  return total > limit ? 413 : 0;
 }
 
 HttpServer::HttpServer(const ExtenderService& service, Metrics* metrics,
@@ -298,12 +411,50 @@ Status HttpServer::Bind() {
 int HttpServer::port() const { return impl_->port; }
 
 Status HttpServer::Serve() {
-  if (!impl_->server.listen_after_bind()) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->stop_requested) {
+      return OkStatus();
+    }
+    impl_->serve_state = Impl::ServeState::kServing;
+  }
+  const bool ok = impl_->server.listen_after_bind();
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->serve_state = Impl::ServeState::kDone;
+  }
+  if (!ok) {
     return InternalError("serve: the listening socket failed");
   }
   return OkStatus();
 }
 
-void HttpServer::Stop() { impl_->server.stop(); }
+void HttpServer::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->stop_requested) {
+      return;
+    }
+    impl_->stop_requested = true;
+    if (impl_->serve_state == Impl::ServeState::kNotStarted) {
+      return;  // Serve() returns at once when it starts
+    }
+  }
+  // Serve() has started; the library's stop() acts only once its accept loop
+  // runs, which is a few instructions away.
+  for (;;) {
+    if (impl_->server.is_running()) {
+      impl_->server.stop();
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(impl_->mu);
+      if (impl_->serve_state == Impl::ServeState::kDone) {
+        return;
+      }
+    }
+    std::this_thread::yield();
+  }
+}
 
 }  // namespace schedext::server

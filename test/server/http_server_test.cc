@@ -1,1 +1,681 @@
-// placeholder: not yet written
+// HttpServer over real loopback sockets: routing, status codes, headers, body
+// limits, keep-alive, chunked bodies, broken clients and concurrency. Every
+// exchange is done with the raw client of testing/loopback.h, so the tests see
+// exactly what kube-scheduler's Go client would see on the wire.
+#include "schedext/server/http_server.h"
+
+#include <algorithm>
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "schedext/config/config.h"
+#include "schedext/pipeline/profile.h"
+#include "schedext/policy/registry.h"
+#include "schedext/server/metrics.h"
+#include "schedext/server/service.h"
+#include "testing/loopback.h"
+
+namespace schedext::server {
+namespace {
+
+using nlohmann::json;
+using schedext::testing::BuildRequest;
+using schedext::testing::ChunkedBody;
+using schedext::testing::Exchange;
+using schedext::testing::HeaderList;
+using schedext::testing::HttpReply;
+using schedext::testing::RawConnection;
+using schedext::testing::ReadFileToString;
+
+constexpr std::string_view kConfig = R"(
+profiles:
+  - name: default
+    policies:
+      - name: NodeHealth
+      - name: TaintToleration
+  - name: labels
+    policies:
+      - name: NodeLabel
+        args:
+          preferred:
+            - weight: 1
+              matchLabels:
+                topology.kubernetes.io/zone: zone-a
+)";
+
+constexpr size_t kMaxBody = size_t{1} << 20;
+constexpr std::string_view kVersion = "9.8.7-test";
+
+std::string Fixture(std::string_view mode, std::string_view name) {
+  return ReadFileToString(std::string(SCHEDEXT_TESTDATA_DIR) + "/kube-scheduler-1.26/" +
+                          std::string(mode) + "/" + std::string(name) + ".json");
+}
+
+// The "items" names of a full-mode filter reply, in order.
+std::vector<std::string> ItemNames(const json& nodes) {
+  std::vector<std::string> names;
+  for (const json& item : nodes.at("items")) {
+    names.push_back(item.at("metadata").at("name").get<std::string>());
+  }
+  return names;
+}
+
+json ParseJson(const std::string& text) { return json::parse(text, nullptr, false); }
+
+// A server on 127.0.0.1:<free port>, serving on its own thread until destroyed.
+class TestServer {
+ public:
+  explicit TestServer(const std::function<void(HttpServerOptions&)>& tweak = nullptr) {
+    policy::Registry registry;
+    init_ = policy::RegisterBuiltinPolicies(registry);
+    if (!init_.ok()) return;
+    auto config = config::LoadConfigText(kConfig, "test");
+    if (!config.ok()) {
+      init_ = config.status();
+      return;
+    }
+    std::vector<std::shared_ptr<const pipeline::Profile>> profiles;
+    std::vector<std::string> names;
+    for (size_t i = 0; i < config->profiles.size(); ++i) {
+      auto profile = pipeline::Profile::Build(config->profiles[i], registry,
+                                              "profiles[" + std::to_string(i) + "]");
+      if (!profile.ok()) {
+        init_ = profile.status();
+        return;
+      }
+      names.push_back((*profile)->name());
+      profiles.push_back(std::move(profile).value());
+    }
+    metrics_ = std::make_unique<Metrics>(names);
+    service_ = std::make_unique<ExtenderService>(profiles, 0, nullptr, nullptr, metrics_.get());
+    HttpServerOptions options;
+    options.server.host = "127.0.0.1";
+    options.server.port = 0;
+    options.server.threads = 16;
+    options.server.max_body_bytes = kMaxBody;
+    options.version = std::string(kVersion);
+    if (tweak) tweak(options);
+    server_ = std::make_unique<HttpServer>(*service_, metrics_.get(), options);
+    init_ = server_->Bind();
+    if (!init_.ok()) return;
+    thread_ = std::thread([this] { serve_status_ = server_->Serve(); });
+  }
+
+  ~TestServer() {
+    if (!thread_.joinable()) return;
+    // Serve() must have entered its accept loop before Stop() can end it: one
+    // answered request proves that (the listening socket queues it until then).
+    const HttpReply probe = Exchange(port(), BuildRequest("GET", "/healthz", ""));
+    EXPECT_EQ(probe.status, 200) << probe.reason;
+    server_->Stop();
+    thread_.join();
+    EXPECT_TRUE(serve_status_.ok()) << serve_status_.ToString();
+  }
+
+  const Status& init() const { return init_; }
+  int port() const { return server_->port(); }
+  Metrics& metrics() { return *metrics_; }
+
+ private:
+  Status init_;
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<ExtenderService> service_;
+  std::unique_ptr<HttpServer> server_;
+  std::thread thread_;
+  Status serve_status_;
+};
+
+// The service logs every failed request at warn: quiet while a test runs.
+class QuietLog {
+ public:
+  QuietLog() : saved_(spdlog::get_level()) { spdlog::set_level(spdlog::level::err); }
+  ~QuietLog() { spdlog::set_level(saved_); }
+  QuietLog(const QuietLog&) = delete;
+  QuietLog& operator=(const QuietLog&) = delete;
+
+ private:
+  spdlog::level::level_enum saved_;
+};
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = std::make_unique<TestServer>();
+    ASSERT_TRUE(server_->init().ok()) << server_->init().ToString();
+    filter3_ = Fixture("nodecache-false", "filter-3");
+    prioritize4_ = Fixture("nodecache-false", "prioritize-4");
+    bind1_ = Fixture("nodecache-false", "bind-1");
+    ASSERT_FALSE(filter3_.empty());
+    ASSERT_FALSE(prioritize4_.empty());
+    ASSERT_FALSE(bind1_.empty());
+  }
+  void TearDown() override { server_.reset(); }
+
+  int port() const { return server_->port(); }
+  HttpReply Post(std::string_view target, std::string_view body, const HeaderList& headers = {}) {
+    return Exchange(port(), BuildRequest("POST", target, body, headers));
+  }
+  HttpReply Get(std::string_view target, const HeaderList& headers = {}) {
+    return Exchange(port(), BuildRequest("GET", target, "", headers));
+  }
+
+  // Checks the reply to filter-3 under the default profile: the pod tolerates
+  // every taint, so all five nodes pass, echoed in request order.
+  void ExpectFilter3Passes(const HttpReply& reply) {
+    ASSERT_EQ(reply.status, 200) << reply.reason << " " << reply.body;
+    EXPECT_EQ(reply.Header("Content-Type"), "application/json");
+    const json body = ParseJson(reply.body);
+    ASSERT_FALSE(body.is_discarded()) << reply.body;
+    ASSERT_TRUE(body.contains("Nodes")) << reply.body;
+    EXPECT_EQ(ItemNames(body["Nodes"]),
+              (std::vector<std::string>{"lab-cp-1", "lab-cpu-2", "lab-cpu-1", "lab-gpu-2",
+                                        "lab-gpu-1"}));
+    // The items are the request's node objects, unmodified.
+    EXPECT_EQ(body["Nodes"]["items"], ParseJson(filter3_)["Nodes"]["items"]);
+    ASSERT_TRUE(body.contains("NodeNames"));
+    EXPECT_TRUE(body["NodeNames"].is_null());
+    EXPECT_EQ(body.value("Error", std::string("<missing>")), "");
+  }
+
+  QuietLog quiet_;
+  std::unique_ptr<TestServer> server_;
+  std::string filter3_;
+  std::string prioritize4_;
+  std::string bind1_;
+};
+
+// prioritize-4 under the "labels" profile: zone-a nodes get the whole weight.
+const json kPrioritize4Labels = json::parse(R"([
+  {"Host":"lab-cpu-2","Score":0},
+  {"Host":"lab-cpu-1","Score":10},
+  {"Host":"lab-gpu-2","Score":0},
+  {"Host":"lab-gpu-1","Score":10}
+])");
+
+constexpr std::string_view kNoApiMessage =
+    "bind default/web-1 to lab-cpu-2: schedext has no Kubernetes API connection, so it cannot "
+    "create the Binding; remove bindVerb from the scheduler's extender config";
+
+TEST_F(HttpServerTest, FilterFullModeAnswersNodeObjects) {
+  const HttpReply reply = Post("/filter", filter3_, {{"Accept-Encoding", "gzip"}});
+  ExpectFilter3Passes(reply);
+  EXPECT_FALSE(reply.Header("Content-Encoding").has_value());
+  EXPECT_EQ(reply.Header("Content-Length"), std::to_string(reply.body.size()));
+}
+
+TEST_F(HttpServerTest, RepliesAreNeverCompressed) {
+  const HeaderList gzip = {{"Accept-Encoding", "gzip, deflate, br"}};
+  struct Case {
+    std::string name;
+    HttpReply reply;
+    int want_status;
+  };
+  const std::vector<Case> cases = {
+      {"filter", Post("/filter", filter3_, gzip), 200},
+      {"prioritize", Post("/labels/prioritize", prioritize4_, gzip), 200},
+      {"bind", Post("/bind", bind1_, gzip), 200},
+      {"malformed body", Post("/filter", "{\"Pod\":", gzip), 400},
+      {"unknown profile", Post("/nope/filter", filter3_, gzip), 404},
+      {"unknown path", Get("/unknown", gzip), 404},
+      {"wrong method", Get("/filter", gzip), 405},
+      {"metrics", Get("/metrics", gzip), 200},
+      {"version", Get("/version", gzip), 200},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(c.reply.status, c.want_status) << c.reply.reason;
+    EXPECT_FALSE(c.reply.Header("Content-Encoding").has_value())
+        << *c.reply.Header("Content-Encoding");
+    EXPECT_FALSE(c.reply.body.empty());
+  }
+}
+
+TEST_F(HttpServerTest, ProfileRoutePrioritizeAnswersExactScores) {
+  const HttpReply reply = Post("/labels/prioritize", prioritize4_);
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  EXPECT_EQ(reply.Header("Content-Type"), "application/json");
+  EXPECT_EQ(ParseJson(reply.body), kPrioritize4Labels) << reply.body;
+}
+
+TEST_F(HttpServerTest, VerbRoutesTolerateTrailingSlashQueryAndProfilePrefix) {
+  for (const char* target : {"/filter", "/filter/", "/filter?x=1", "/filter/?x=1&y=2",
+                             "/default/filter", "/default/filter/"}) {
+    SCOPED_TRACE(target);
+    ExpectFilter3Passes(Post(target, filter3_));
+  }
+  for (const char* target : {"/labels/prioritize/", "/labels/prioritize?pod=x"}) {
+    SCOPED_TRACE(target);
+    const HttpReply reply = Post(target, prioritize4_);
+    ASSERT_EQ(reply.status, 200) << reply.body;
+    EXPECT_EQ(ParseJson(reply.body), kPrioritize4Labels);
+  }
+}
+
+TEST_F(HttpServerTest, UnknownProfileIs404WithJsonError) {
+  const HttpReply reply = Post("/nope/filter", filter3_);
+  ASSERT_EQ(reply.status, 404);
+  EXPECT_EQ(reply.Header("Content-Type"), "application/json");
+  const json body = ParseJson(reply.body);
+  ASSERT_TRUE(body.is_object()) << reply.body;
+  EXPECT_NE(body.value("Error", std::string()).find("\"nope\""), std::string::npos)
+      << reply.body;
+}
+
+TEST_F(HttpServerTest, WrongMethodIs405WithAllow) {
+  struct Case {
+    std::string method;
+    std::string target;
+    std::string allow;
+  };
+  const std::vector<Case> cases = {
+      {"GET", "/filter", "POST"},         {"GET", "/labels/prioritize", "POST"},
+      {"PUT", "/bind", "POST"},           {"DELETE", "/filter/", "POST"},
+      {"POST", "/healthz", "GET"},        {"POST", "/metrics", "GET"},
+      {"PUT", "/readyz", "GET"},          {"DELETE", "/version", "GET"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.method + " " + c.target);
+    const HttpReply reply = Exchange(port(), BuildRequest(c.method, c.target, ""));
+    ASSERT_EQ(reply.status, 405) << reply.reason;
+    EXPECT_EQ(reply.Header("Allow"), c.allow);
+    EXPECT_EQ(reply.HeaderCount("Allow"), 1u);
+    const json body = ParseJson(reply.body);
+    ASSERT_TRUE(body.is_object()) << reply.body;
+    EXPECT_NE(body.value("Error", std::string()).find("use " + c.allow), std::string::npos)
+        << reply.body;
+  }
+}
+
+TEST_F(HttpServerTest, UnknownPathIs404WithJsonError) {
+  for (const char* method : {"GET", "POST"}) {
+    SCOPED_TRACE(method);
+    const HttpReply reply = Exchange(port(), BuildRequest(method, "/unknown", "{}"));
+    ASSERT_EQ(reply.status, 404);
+    EXPECT_EQ(reply.Header("Content-Type"), "application/json");
+    const json body = ParseJson(reply.body);
+    ASSERT_TRUE(body.is_object()) << reply.body;
+    EXPECT_NE(body.value("Error", std::string()).find("/unknown"), std::string::npos)
+        << reply.body;
+  }
+}
+
+TEST_F(HttpServerTest, HealthReadinessAndVersion) {
+  const HttpReply health = Get("/healthz");
+  EXPECT_EQ(health.status, 200);
+  EXPECT_EQ(health.body, "ok\n");
+  const HttpReply ready = Get("/readyz");
+  EXPECT_EQ(ready.status, 200);
+  EXPECT_EQ(ready.body, "ok\n");
+  const HttpReply version = Get("/version");
+  ASSERT_EQ(version.status, 200);
+  EXPECT_EQ(version.Header("Content-Type"), "application/json");
+  EXPECT_EQ(ParseJson(version.body), json({{"version", std::string(kVersion)}}));
+}
+
+TEST(HttpServerReadyTest, ReadyzAnswers503WhileNotReady) {
+  std::atomic<bool> ready{false};
+  TestServer server([&ready](HttpServerOptions& o) { o.ready = [&ready] { return ready.load(); }; });
+  ASSERT_TRUE(server.init().ok()) << server.init().ToString();
+  HttpReply reply = Exchange(server.port(), BuildRequest("GET", "/readyz", ""));
+  EXPECT_EQ(reply.status, 503);
+  EXPECT_NE(reply.body.find("not ready"), std::string::npos) << reply.body;
+  // Liveness does not depend on readiness.
+  EXPECT_EQ(Exchange(server.port(), BuildRequest("GET", "/healthz", "")).status, 200);
+  ready = true;
+  reply = Exchange(server.port(), BuildRequest("GET", "/readyz", ""));
+  EXPECT_EQ(reply.status, 200);
+}
+
+TEST_F(HttpServerTest, MetricsCountRequestsByProfileVerbAndOutcome) {
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(Post("/filter", filter3_).status, 200);
+  }
+  ASSERT_EQ(Post("/default/filter", filter3_).status, 200);
+  ASSERT_EQ(Post("/filter", "not json").status, 400);
+  ASSERT_EQ(Post("/labels/prioritize", prioritize4_).status, 200);
+  ASSERT_EQ(Post("/labels/prioritize", prioritize4_).status, 200);
+  ASSERT_EQ(Post("/bind", bind1_).status, 200);
+
+  const HttpReply reply = Get("/metrics");
+  ASSERT_EQ(reply.status, 200);
+  EXPECT_EQ(reply.Header("Content-Type"), "text/plain; version=0.0.4");
+  const std::string& text = reply.body;
+  EXPECT_NE(text.find("schedext_requests_total{profile=\"default\",verb=\"filter\",outcome=\"ok\"} "
+                      "4\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("schedext_requests_total{profile=\"default\",verb=\"filter\",outcome="
+                      "\"bad_request\"} 1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("schedext_requests_total{profile=\"labels\",verb=\"prioritize\",outcome="
+                      "\"ok\"} 2\n"),
+            std::string::npos)
+      << text;
+  // A bind without an API connection answers 200 with an Error: an error outcome.
+  EXPECT_NE(text.find("schedext_requests_total{profile=\"default\",verb=\"bind\",outcome="
+                      "\"error\"} 1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("schedext_requests_total{profile=\"labels\",verb=\"filter\",outcome=\"ok\"} "
+                      "0\n"),
+            std::string::npos)
+      << text;
+}
+
+TEST_F(HttpServerTest, ContentTypeMustBeJsonWhenGiven) {
+  const HttpReply text = Post("/filter", filter3_, {{"Content-Type", "text/plain"}});
+  ASSERT_EQ(text.status, 415);
+  const json body = ParseJson(text.body);
+  ASSERT_TRUE(body.is_object()) << text.body;
+  EXPECT_NE(body.value("Error", std::string()).find("application/json"), std::string::npos)
+      << text.body;
+
+  // What `curl -d @body.json` sends without -H: also refused, with the hint.
+  const HttpReply form =
+      Post("/filter", filter3_, {{"Content-Type", "application/x-www-form-urlencoded"}});
+  EXPECT_EQ(form.status, 415);
+
+  // No Content-Type at all, parameters, other casing and +json are accepted.
+  ExpectFilter3Passes(
+      Exchange(port(), BuildRequest("POST", "/filter", filter3_, {}, /*json_content_type=*/false)));
+  ExpectFilter3Passes(Post("/filter", filter3_, {{"Content-Type", "application/json; charset=utf-8"}}));
+  ExpectFilter3Passes(Post("/filter", filter3_, {{"Content-Type", "Application/JSON"}}));
+  ExpectFilter3Passes(Post("/filter", filter3_, {{"Content-Type", "application/merge+json"}}));
+}
+
+TEST_F(HttpServerTest, BodyOverLimitIs413AndServingContinues) {
+  // A well-formed JSON document just over the limit: the limit alone rejects it.
+  std::string big = "{\"Pod\":null,\"pad\":\"";
+  big.append(kMaxBody, 'x');
+  big.append("\"}");
+  {
+    RawConnection c;
+    ASSERT_TRUE(c.Connect(port())) << c.error();
+    ASSERT_TRUE(c.Send(BuildRequest("POST", "/filter", big, {{"Accept-Encoding", "gzip"}})))
+        << c.error();
+    HttpReply reply;
+    ASSERT_TRUE(c.ReadReply(reply)) << c.error();
+    EXPECT_EQ(reply.status, 413);
+    EXPECT_FALSE(reply.Header("Content-Encoding").has_value());
+    const json body = ParseJson(reply.body);
+    ASSERT_TRUE(body.is_object()) << reply.body;
+    EXPECT_NE(body.value("Error", std::string()).find("too large"), std::string::npos)
+        << reply.body;
+  }
+  {
+    // The same over chunked framing, where the size is only known while reading.
+    RawConnection c;
+    ASSERT_TRUE(c.Connect(port())) << c.error();
+    ASSERT_TRUE(c.Send(BuildRequest("POST", "/filter", ChunkedBody(big, 64 * 1024),
+                                    {{"Transfer-Encoding", "chunked"}})))
+        << c.error();
+    HttpReply reply;
+    ASSERT_TRUE(c.ReadReply(reply)) << c.error();
+    EXPECT_EQ(reply.status, 413);
+    EXPECT_TRUE(ParseJson(reply.body).contains("Error")) << reply.body;
+  }
+  // A body exactly at the limit is read (and then rejected as a bad document
+  // only because of its content).
+  std::string at_limit = "[";
+  at_limit.append(kMaxBody - 2, ' ');
+  at_limit.append("]");
+  ASSERT_EQ(at_limit.size(), kMaxBody);
+  EXPECT_EQ(Post("/filter", at_limit).status, 400);
+  ExpectFilter3Passes(Post("/filter", filter3_));
+}
+
+TEST_F(HttpServerTest, BadBodiesAre400AndTheConnectionStaysUsable) {
+  std::string truncated = filter3_.substr(0, filter3_.size() / 2);
+  std::string deep(100000, '[');
+  struct Case {
+    std::string name;
+    std::string target;
+    std::string body;
+  };
+  const std::vector<Case> cases = {
+      {"malformed", "/filter", "{\"Pod\": {]"},
+      {"empty", "/filter", ""},
+      {"truncated", "/filter", truncated},
+      {"wrong types", "/filter", R"({"Pod":5,"Nodes":"x","NodeNames":{}})"},
+      {"deep nesting", "/filter", deep},
+      {"not an object", "/filter", "[1,2,3]"},
+      {"prioritize malformed", "/labels/prioritize", "{"},
+      {"prioritize deep nesting", "/prioritize", deep},
+      {"bind wrong types", "/bind", R"({"PodName":1,"PodNamespace":[],"Node":null})"},
+      {"bind empty", "/bind", ""},
+      {"preempt malformed", "/preempt", "{\"Pod\":"},
+  };
+  RawConnection c;
+  ASSERT_TRUE(c.Connect(port())) << c.error();
+  for (const Case& cs : cases) {
+    SCOPED_TRACE(cs.name);
+    ASSERT_TRUE(c.Send(BuildRequest("POST", cs.target, cs.body))) << c.error();
+    HttpReply reply;
+    ASSERT_TRUE(c.ReadReply(reply)) << c.error();
+    EXPECT_EQ(reply.status, 400) << reply.body;
+    EXPECT_EQ(reply.Header("Content-Type"), "application/json");
+    EXPECT_FALSE(reply.Header("Connection").has_value()) << *reply.Header("Connection");
+    const json body = ParseJson(reply.body);
+    ASSERT_TRUE(body.is_object()) << reply.body;
+    ASSERT_TRUE(body.contains("Error")) << reply.body;
+    EXPECT_FALSE(body["Error"].get<std::string>().empty()) << reply.body;
+  }
+  // The same connection still serves a valid request, and a body with trailing
+  // whitespace is valid (protocol checklist item 13).
+  ASSERT_TRUE(c.Send(BuildRequest("POST", "/filter", filter3_ + "\n \r\n\t"))) << c.error();
+  HttpReply reply;
+  ASSERT_TRUE(c.ReadReply(reply)) << c.error();
+  ExpectFilter3Passes(reply);
+}
+
+// Replies sent before the body is read must not desynchronise a keep-alive
+// connection: either the body is consumed and the connection serves the next
+// request, or the server says `Connection: close` and closes it.
+TEST_F(HttpServerTest, EarlyRejectionsKeepTheConnectionConsistent) {
+  struct Case {
+    std::string name;
+    std::string request;
+    int want_status;
+  };
+  const std::vector<Case> cases = {
+      {"unknown profile", BuildRequest("POST", "/nope/filter", filter3_), 404},
+      {"text/plain", BuildRequest("POST", "/filter", filter3_, {{"Content-Type", "text/plain"}}),
+       415},
+      {"POST /healthz", BuildRequest("POST", "/healthz", filter3_), 405},
+      {"PUT /filter", BuildRequest("PUT", "/filter", filter3_), 405},
+      {"POST /unknown", BuildRequest("POST", "/unknown", filter3_), 404},
+  };
+  for (const Case& cs : cases) {
+    SCOPED_TRACE(cs.name);
+    RawConnection c;
+    ASSERT_TRUE(c.Connect(port())) << c.error();
+    ASSERT_TRUE(c.Send(cs.request)) << c.error();
+    HttpReply reply;
+    ASSERT_TRUE(c.ReadReply(reply)) << c.error();
+    EXPECT_EQ(reply.status, cs.want_status) << reply.body;
+    EXPECT_TRUE(ParseJson(reply.body).contains("Error")) << reply.body;
+    if (reply.Header("Connection") == "close") {
+      EXPECT_TRUE(c.PeerClosedWithin(5000));
+      continue;
+    }
+    ASSERT_TRUE(c.Send(BuildRequest("POST", "/filter", filter3_))) << c.error();
+    HttpReply next;
+    ASSERT_TRUE(c.ReadReply(next)) << c.error();
+    ExpectFilter3Passes(next);
+  }
+}
+
+TEST_F(HttpServerTest, KeepAliveServesOneHundredRequestsOnOneConnection) {
+  RawConnection c;
+  ASSERT_TRUE(c.Connect(port())) << c.error();
+  for (int i = 0; i < 100; ++i) {
+    SCOPED_TRACE(i);
+    const bool filter = i % 2 == 0;
+    ASSERT_TRUE(c.Send(filter ? BuildRequest("POST", "/filter", filter3_,
+                                             {{"Accept-Encoding", "gzip"}})
+                              : BuildRequest("POST", "/labels/prioritize", prioritize4_,
+                                             {{"Accept-Encoding", "gzip"}})))
+        << c.error();
+    HttpReply reply;
+    ASSERT_TRUE(c.ReadReply(reply)) << c.error();
+    ASSERT_EQ(reply.status, 200);
+    ASSERT_NE(reply.Header("Connection"), "close");
+    if (filter) {
+      ExpectFilter3Passes(reply);
+    } else {
+      ASSERT_EQ(ParseJson(reply.body), kPrioritize4Labels);
+    }
+  }
+  EXPECT_FALSE(c.PeerClosedWithin(0));
+  // Still usable after the hundredth reply.
+  ASSERT_TRUE(c.Send(BuildRequest("GET", "/healthz", ""))) << c.error();
+  HttpReply reply;
+  ASSERT_TRUE(c.ReadReply(reply)) << c.error();
+  EXPECT_EQ(reply.status, 200);
+}
+
+TEST_F(HttpServerTest, ChunkedRequestBodyIsAccepted) {
+  const HttpReply plain = Post("/filter", filter3_);
+  ASSERT_EQ(plain.status, 200);
+  RawConnection c;
+  ASSERT_TRUE(c.Connect(port())) << c.error();
+  for (size_t chunk : {size_t{1000}, size_t{7}, filter3_.size()}) {
+    SCOPED_TRACE(chunk);
+    ASSERT_TRUE(c.Send(BuildRequest("POST", "/filter", ChunkedBody(filter3_, chunk),
+                                    {{"Transfer-Encoding", "chunked"}})))
+        << c.error();
+    HttpReply reply;
+    ASSERT_TRUE(c.ReadReply(reply)) << c.error();
+    ExpectFilter3Passes(reply);
+    EXPECT_EQ(reply.body, plain.body);
+  }
+}
+
+TEST_F(HttpServerTest, ClientClosingMidBodyDoesNotHurtTheServer) {
+  {
+    RawConnection c;
+    ASSERT_TRUE(c.Connect(port())) << c.error();
+    std::string request = "POST /filter HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                          "application/json\r\nContent-Length: 1000\r\n\r\n";
+    request.append(filter3_.substr(0, 10));
+    ASSERT_TRUE(c.Send(request)) << c.error();
+    c.ShutdownWrite();
+    // Whatever the server answers (if anything), it must then close.
+    HttpReply reply;
+    if (c.ReadReply(reply)) {
+      EXPECT_GE(reply.status, 400);
+    }
+  }
+  {
+    // The same with a chunked body cut inside a chunk, and a hard close.
+    RawConnection c;
+    ASSERT_TRUE(c.Connect(port())) << c.error();
+    std::string request = BuildRequest("POST", "/filter", "", {{"Transfer-Encoding", "chunked"}});
+    request.append("400\r\n").append(filter3_.substr(0, 100));
+    ASSERT_TRUE(c.Send(request)) << c.error();
+  }
+  ExpectFilter3Passes(Post("/filter", filter3_));
+  EXPECT_EQ(Get("/healthz").status, 200);
+}
+
+TEST_F(HttpServerTest, ConcurrentFilterPrioritizeAndBindGetExactReplies) {
+  // The exact reply of each request, taken one at a time first.
+  struct Call {
+    std::string target;
+    const std::string* body;
+    std::string want;
+  };
+  std::vector<Call> calls = {
+      {"/filter", &filter3_, ""},
+      {"/labels/prioritize", &prioritize4_, ""},
+      {"/prioritize", &prioritize4_, ""},
+      {"/bind", &bind1_, ""},
+  };
+  for (Call& call : calls) {
+    const HttpReply reply = Post(call.target, *call.body);
+    ASSERT_EQ(reply.status, 200) << call.target << ": " << reply.body;
+    call.want = reply.body;
+  }
+  ExpectFilter3Passes(Post("/filter", filter3_));
+  ASSERT_EQ(ParseJson(calls[1].want), kPrioritize4Labels);
+  ASSERT_EQ(ParseJson(calls[3].want), json({{"Error", std::string(kNoApiMessage)}}));
+
+  constexpr int kThreads = 8;
+  constexpr int kRequests = 50;
+  std::vector<std::vector<std::string>> failures(kThreads);
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      RawConnection c;
+      for (int i = 0; i < kRequests; ++i) {
+        const Call& call = calls[static_cast<size_t>(t + i) % calls.size()];
+        // Odd threads reconnect every tenth request, so accepts overlap requests.
+        if (!c.connected() || (t % 2 == 1 && i % 10 == 0)) {
+          if (!c.Connect(port())) {
+            failures[static_cast<size_t>(t)].push_back("connect: " + c.error());
+            return;
+          }
+        }
+        HttpReply reply;
+        if (!c.Send(BuildRequest("POST", call.target, *call.body, {{"Accept-Encoding", "gzip"}})) ||
+            !c.ReadReply(reply)) {
+          failures[static_cast<size_t>(t)].push_back(call.target + ": " + c.error());
+          return;
+        }
+        if (reply.status != 200 || reply.body != call.want) {
+          failures[static_cast<size_t>(t)].push_back(call.target + ": status " +
+                                                     std::to_string(reply.status) + " body " +
+                                                     reply.body.substr(0, 200));
+          continue;
+        }
+        ok.fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_TRUE(failures[static_cast<size_t>(t)].empty())
+        << "thread " << t << ": " << failures[static_cast<size_t>(t)].front();
+  }
+  EXPECT_EQ(ok.load(), kThreads * kRequests);
+}
+
+TEST_F(HttpServerTest, SecondServerOnTheSamePortFailsToBind) {
+  const int taken = port();
+  policy::Registry registry;
+  ASSERT_TRUE(policy::RegisterBuiltinPolicies(registry).ok());
+  auto config = config::LoadConfigText(kConfig, "test");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  auto profile = pipeline::Profile::Build(config->profiles[0], registry, "profiles[0]");
+  ASSERT_TRUE(profile.ok()) << profile.status().ToString();
+  Metrics metrics({"default"});
+  ExtenderService service({std::move(profile).value()}, 0, nullptr, nullptr, &metrics);
+  HttpServerOptions options;
+  options.server.host = "127.0.0.1";
+  options.server.port = taken;
+  HttpServer second(service, &metrics, options);
+  const Status s = second.Bind();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_NE(s.message().find("127.0.0.1:" + std::to_string(taken)), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("cannot bind"), std::string::npos) << s.message();
+  // The first server keeps every connection.
+  for (int i = 0; i < 5; ++i) {
+    ExpectFilter3Passes(Post("/filter", filter3_));
+  }
+}
+
+}  // namespace
+}  // namespace schedext::server
