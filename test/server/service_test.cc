@@ -65,13 +65,14 @@ std::vector<std::string_view> SplitArrayElements(std::string_view array_body) {
   return out;
 }
 
-// The exact bytes of each element of "items":[...] in a body.
+// The exact bytes of each node object of "Nodes":{"metadata":{},"items":[...]}.
 std::vector<std::string_view> ItemSpans(std::string_view body) {
-  const size_t open = body.find("\"items\":[");
+  constexpr std::string_view kOpen = "\"Nodes\":{\"metadata\":{},\"items\":[";
+  const size_t open = body.find(kOpen);
   if (open == std::string_view::npos) {
     return {};
   }
-  const size_t begin = open + 9;
+  const size_t begin = open + kOpen.size();
   int depth = 1;
   bool in_string = false;
   size_t i = begin;
@@ -242,16 +243,32 @@ TEST_F(ServiceTest, NodeHealthRejectsUnschedulableAndNotReadyNodes) {
       c["status"] = "Unknown";
     }
   }
+  auto passed_names = [](const json& reply) {
+    std::vector<std::string> names;
+    for (const json& n : reply["Nodes"]["items"]) {
+      names.push_back(n["metadata"]["name"]);
+    }
+    return names;
+  };
+  // node-agent-1 tolerates every taint, node.kubernetes.io/unschedulable
+  // included, so the cordoned node passes as kube-scheduler would let it.
   ASSERT_EQ(Call(Verb::kFilter, "default", body.dump()), 200);
-  const json reply = json::parse(out_);
-  std::vector<std::string> passed;
-  for (const json& n : reply["Nodes"]["items"]) {
-    passed.push_back(n["metadata"]["name"]);
-  }
-  EXPECT_EQ(passed, (std::vector<std::string>{"lab-cp-1", "lab-gpu-2", "lab-gpu-1"}));
+  json reply = json::parse(out_);
+  EXPECT_EQ(passed_names(reply),
+            (std::vector<std::string>{"lab-cp-1", "lab-cpu-2", "lab-gpu-2", "lab-gpu-1"}));
+  EXPECT_EQ(reply["FailedAndUnresolvableNodes"], (json{{"lab-cpu-1", "node(s) were not ready"}}));
+
+  // web-1 tolerates no NoSchedule taint.
+  body["Pod"] = json::parse(Full("filter-1"))["Pod"];
+  ASSERT_EQ(Call(Verb::kFilter, "default", body.dump()), 200);
+  reply = json::parse(out_);
+  EXPECT_EQ(passed_names(reply), std::vector<std::string>{});
   EXPECT_EQ(reply["FailedAndUnresolvableNodes"],
-            (json{{"lab-cpu-2", "node(s) were unschedulable"},
-                  {"lab-cpu-1", "node(s) were not ready"}}));
+            (json{{"lab-cp-1", "node(s) had untolerated taint"},
+                  {"lab-cpu-2", "node(s) were unschedulable"},
+                  {"lab-cpu-1", "node(s) were not ready"},
+                  {"lab-gpu-2", "node(s) had untolerated taint"},
+                  {"lab-gpu-1", "node(s) had untolerated taint"}}));
 }
 
 TEST_F(ServiceTest, NodeCacheModeWithoutDirectoryAnswersAnError) {
@@ -348,7 +365,7 @@ TEST_F(ServiceTest, BindCallsTheBinderAndReportsItsAnswer) {
   ASSERT_EQ(Call(Verb::kBind, "", Full("bind-1")), 200);
   EXPECT_EQ(out_, R"({"Error":""})");
   ASSERT_EQ(binder.calls.size(), 1u);
-  EXPECT_EQ(binder.calls[0], "default/web-1/17af1d97-065f-4f25-a5a4-9179a9a3c158->lab-cpu-2");
+  EXPECT_EQ(binder.calls[0], "default/web-1/d7fb634f-ea64-4be7-ba65-f190b8c0048d->lab-cpu-2");
 
   binder.answer = FailedPreconditionError("409 Conflict: pod web-1 is already assigned to node x");
   ASSERT_EQ(Call(Verb::kBind, "", Full("bind-1")), 200);
