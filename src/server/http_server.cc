@@ -1,9 +1,15 @@
 // The only file that includes httplib.h. Settings follow architecture.md §9.
 #include "schedext/server/http_server.h"
 
+#include <dirent.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
+#include <atomic>
 #include <charconv>
+#include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <string>
@@ -134,6 +140,64 @@ bool IsJsonContentType(std::string_view type) {
          (type.size() > 5 && lower_equals(type.substr(type.size() - 5), "+json"));
 }
 
+// The port a socket is bound to locally, or -1.
+int LocalPort(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return -1;
+  }
+  if (addr.ss_family == AF_INET) {
+    return ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+  }
+  if (addr.ss_family == AF_INET6) {
+    return ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+  }
+  return -1;
+}
+
+// Shuts down the read side of every connection accepted on `port`.
+//
+// cpp-httplib 0.11.4 notices stop() in a keep-alive connection only when the
+// client sends again or the keep-alive timeout ends, and it offers no access to
+// the accepted sockets. kube-scheduler keeps its connections open, so without
+// this a SIGTERM would wait for the whole grace period. Called only once no
+// request is in flight; a worker waiting for the next request then reads EOF
+// and closes, while a reply still being written is unaffected (SHUT_RD).
+// Accepted sockets are the only ones whose local port is the listening port.
+int ShutDownIdleConnections(int port) {
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) {
+    return 0;
+  }
+  int closed = 0;
+  while (dirent* entry = readdir(dir)) {
+    char* end = nullptr;
+    const long fd = std::strtol(entry->d_name, &end, 10);
+    if (end == entry->d_name || *end != '\0' || fd == dirfd(dir)) {
+      continue;
+    }
+    struct stat st {};
+    if (fstat(static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode)) {
+      continue;
+    }
+    sockaddr_storage peer{};
+    socklen_t len = sizeof(peer);
+    if (LocalPort(static_cast<int>(fd)) == port &&
+        getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&peer), &len) == 0 &&
+        shutdown(static_cast<int>(fd), SHUT_RD) == 0) {
+      ++closed;
+    }
+  }
+  closedir(dir);
+  return closed;
+}
+
+// Whether this worker thread is between the headers of a request and the end
+// of its reply (set by the pre-routing handler, cleared by the logger, which
+// the library calls once the reply is written).
+thread_local bool t_in_request = false;
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -159,6 +223,8 @@ struct HttpServer::Impl {
   HttpServerOptions options;
   httplib::Server server;
   int port = 0;
+  // Worker threads with a request between headers and written reply.
+  std::atomic<int> requests_in_flight{0};
 
   // Stop() may come before Serve() has started, or before the library's accept
   // loop runs, when its stop() does nothing: both are handled through these.
@@ -187,7 +253,19 @@ void HttpServer::Impl::Configure() {
 
   // Refuses here only requests without a body to read; the others are refused
   // by HandleVerb / HandleUnrouted once their body has been read.
+  server.set_logger([this](const httplib::Request&, const httplib::Response&) {
+    if (t_in_request) {
+      t_in_request = false;
+      requests_in_flight.fetch_sub(1);
+    }
+  });
   server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    // A reply whose write failed never reached the logger; this thread's count
+    // is still held, so it is not taken twice.
+    if (!t_in_request) {
+      t_in_request = true;
+      requests_in_flight.fetch_add(1);
+    }
     DisableCompression(req);
     if (HasBodyMethod(req.method)) {
       return httplib::Server::HandlerResponse::Unhandled;
@@ -445,6 +523,20 @@ void HttpServer::Stop() {
   for (;;) {
     if (impl_->server.is_running()) {
       impl_->server.stop();
+      // Let requests in flight finish (bounded: a reply whose write failed
+      // leaves its count behind), then release the idle keep-alive ones.
+      const auto deadline =
+          std::chrono::steady_clock::now() +
+          std::chrono::seconds(impl_->options.server.read_timeout_seconds +
+                               impl_->options.server.write_timeout_seconds);
+      while (impl_->requests_in_flight.load() > 0 &&
+             std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      const int closed = ShutDownIdleConnections(impl_->port);
+      if (closed > 0) {
+        spdlog::info("closed {} idle keep-alive connection(s)", closed);
+      }
       return;
     }
     {
