@@ -1,20 +1,8 @@
 // RequestDecoder: simdjson on-demand over the RequestBuffer, in place.
 //
-// Conventions of this file:
-// * Every Decode*/Read* helper returns true on success. On failure it records
-//   the innermost message with Fail() and returns false; each enclosing level
-//   adds its path segment on the way out (At/AtIndex), so the path is built only
-//   when something went wrong.
-// * Keys are matched exactly, then ASCII case-insensitively (KeyIs). Fields are
-//   walked in document order (on-demand is forward-only); unknown keys are never
-//   read, so simdjson skips them without materialising anything.
-// * null is the same as absent for scalars and objects. A duplicated key is
-//   decoded again: scalars take the last value, maps and lists are replaced by
-//   the last occurrence (null empties them), and objects are merged field by
-//   field as Go's encoding/json does for structs.
-// * Strings come from get_string() (escapes resolved into the parser's string
-//   buffer, valid until the next iterate). Keys without a backslash are viewed
-//   in the body itself; escaped keys are unescaped into the parser's buffer.
+// The conventions (failure paths, key matching, null and duplicate keys,
+// string lifetimes) are those of json_fields.h, whose FieldDecoder this file
+// implements: the pod and node walkers are shared with ObjectDecoder.
 #include "schedext/wire/decoder.h"
 
 #include <simdjson.h>
@@ -28,44 +16,14 @@
 #include <vector>
 
 #include "schedext/model/resources.h"
+#include "wire/json_fields.h"
 
 namespace schedext::wire {
+namespace internal {
 namespace {
-
-namespace od = simdjson::ondemand;
 
 static_assert(kJsonPadding >= simdjson::SIMDJSON_PADDING,
               "RequestBuffer padding must cover simdjson's");
-
-constexpr bool IsJsonSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-std::string_view TrimJsonSpace(std::string_view text) {
-  while (!text.empty() && IsJsonSpace(text.front())) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && IsJsonSpace(text.back())) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
-
-constexpr char AsciiLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
-
-// `key` names the field `want`: an exact match, else an ASCII case-insensitive one.
-bool KeyIs(std::string_view key, std::string_view want) {
-  if (key.size() != want.size()) {
-    return false;
-  }
-  if (key == want) {
-    return true;
-  }
-  for (size_t i = 0; i < key.size(); ++i) {
-    if (AsciiLower(key[i]) != AsciiLower(want[i])) {
-      return false;
-    }
-  }
-  return true;
-}
 
 // A JSON number token (RFC 8259 grammar): -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
 bool IsJsonNumber(std::string_view token) {
@@ -158,621 +116,708 @@ std::string SimdjsonErrorText(simdjson::error_code code) {
 
 }  // namespace
 
-struct RequestDecoder::Impl {
-  od::parser parser;
+bool FieldDecoder::Fail(std::string message) {
+  error_ = std::move(message);
+  reverse_path_.clear();
+  return false;
+}
+bool FieldDecoder::Fail(simdjson::error_code code) { return Fail(SimdjsonErrorText(code)); }
 
-  // Failure state: the innermost message and the path, innermost segment first.
-  std::string error;
-  std::vector<std::string> reverse_path;
+bool FieldDecoder::At(std::string_view segment) {
+  reverse_path_.emplace_back(segment);
+  return false;
+}
+
+bool FieldDecoder::AtIndex(size_t index) {
+  char digits[24];
+  const std::to_chars_result result = std::to_chars(digits, digits + sizeof(digits), index);
+  reverse_path_.emplace_back(digits, result.ptr);
+  return false;
+}
+
+Status FieldDecoder::TakeError(std::string_view message_type) {
+  std::string message = "decode ";
+  message.append(message_type).append(": ");
+  if (!reverse_path_.empty()) {
+    for (auto it = reverse_path_.rbegin(); it != reverse_path_.rend(); ++it) {
+      message.push_back('/');
+      message.append(*it);
+    }
+    message.append(": ");
+  }
+  message.append(error_);
+  error_.clear();
+  reverse_path_.clear();
+  return InvalidArgumentError(std::move(message));
+}
+
+bool FieldDecoder::ReadType(od::value& v, od::json_type& type) {
+  if (auto code = v.type().get(type)) {
+    return Fail(code);
+  }
+  if (type == od::json_type::null && TrimJsonSpace(v.raw_json_token()) != "null") {
+    return Fail("malformed JSON: invalid literal");
+  }
+  return true;
+}
+
+bool FieldDecoder::ReadKey(od::field& field, std::string_view& key) {
+  const char* raw = field.key().raw();
+  size_t length = 0;
+  while (raw[length] != '"' && raw[length] != '\\') {
+    ++length;
+  }
+  if (raw[length] == '"') {
+    key = std::string_view(raw, length);
+    return true;
+  }
+  if (auto code = field.unescaped_key().get(key)) {
+    return Fail(code);
+  }
+  return true;
+}
+
+bool FieldDecoder::IsNull(od::value& v, bool& is_null) {
+  od::json_type type;
+  if (!ReadType(v, type)) {
+    return false;
+  }
+  is_null = type == od::json_type::null;
+  return true;
+}
+
+bool FieldDecoder::ReadString(od::value& v, std::string_view& out) {
+  od::json_type type;
+  if (!ReadType(v, type)) {
+    return false;
+  }
+  if (type == od::json_type::null) {
+    return true;
+  }
+  if (type != od::json_type::string) {
+    return Fail("expected a string");
+  }
+  if (auto code = v.get_string().get(out)) {
+    return Fail(code);
+  }
+  return true;
+}
+
+bool FieldDecoder::ReadRequiredString(od::value& v, std::string_view& out) {
+  od::json_type type;
+  if (!ReadType(v, type)) {
+    return false;
+  }
+  if (type != od::json_type::string) {
+    return Fail("expected a string");
+  }
+  if (auto code = v.get_string().get(out)) {
+    return Fail(code);
+  }
+  return true;
+}
+
+bool FieldDecoder::ReadBool(od::value& v, bool& out) {
+  od::json_type type;
+  if (!ReadType(v, type)) {
+    return false;
+  }
+  if (type == od::json_type::null) {
+    return true;
+  }
+  if (type != od::json_type::boolean) {
+    return Fail("expected a boolean");
+  }
+  if (auto code = v.get_bool().get(out)) {
+    return Fail(code);
+  }
+  return true;
+}
+
+bool FieldDecoder::ReadInt64(od::value& v, int64_t& out) {
+  od::json_type type;
+  if (!ReadType(v, type)) {
+    return false;
+  }
+  if (type == od::json_type::null) {
+    return true;
+  }
+  if (type != od::json_type::number) {
+    return Fail("expected an integer");
+  }
+  const std::string_view token = TrimJsonSpace(v.raw_json_token());
+  int64_t value = 0;
+  if (auto code = v.get_int64().get(value)) {
+    if (code != simdjson::INCORRECT_TYPE && code != simdjson::NUMBER_OUT_OF_RANGE) {
+      return Fail(code);
+    }
+    // simdjson 3.0.1 reports both 5.0 and 2^63 as INCORRECT_TYPE.
+    if (IsIntegerToken(token)) {
+      return Fail("integer " + std::string(token) + " is out of the int64 range");
+    }
+    return Fail("expected an integer, got " + std::string(token));
+  }
+  out = value;
+  return true;
+}
+
+bool FieldDecoder::ReadInt32(od::value& v, int32_t& out) {
+  int64_t value = out;
+  if (!ReadInt64(v, value)) {
+    return false;
+  }
+  if (value < std::numeric_limits<int32_t>::min() || value > std::numeric_limits<int32_t>::max()) {
+    std::string message = "integer ";
+    message.append(std::to_string(value)).append(" is out of the int32 range");
+    return Fail(std::move(message));
+  }
+  out = static_cast<int32_t>(value);
+  return true;
+}
+
+bool FieldDecoder::ReadQuantity(std::string_view name, od::value& v, int64_t& amount) {
+  od::json_type type;
+  if (!ReadType(v, type)) {
+    return false;
+  }
+  std::string_view text;
+  switch (type) {
+    case od::json_type::null:
+      amount = 0;
+      return true;
+    case od::json_type::string:
+      if (auto code = v.get_string().get(text)) {
+        return Fail(code);
+      }
+      text = TrimJsonSpace(text);
+      break;
+    case od::json_type::number:
+      text = TrimJsonSpace(v.raw_json_token());
+      if (!IsJsonNumber(text)) {
+        std::string message = "malformed JSON: invalid number ";
+        message.append(text);
+        return Fail(std::move(message));
+      }
+      break;
+    default:
+      return Fail("expected a quantity (a string or a number)");
+  }
+  StatusOr<int64_t> parsed = model::ParseResourceAmount(name, text);
+  if (!parsed.ok()) {
+    // The model names the resource ("cpu: invalid quantity ..."); the path
+    // already ends with it.
+    std::string message = parsed.status().message();
+    if (message.size() > name.size() + 2 && message.compare(0, name.size(), name) == 0 &&
+        message.compare(name.size(), 2, ": ") == 0) {
+      message.erase(0, name.size() + 2);
+    }
+    return Fail(std::move(message));
+  }
+  amount = *parsed;
+  return true;
+}
+
+bool FieldDecoder::ReadStringMap(od::value& v, model::StringMap& map) {
+  map.Clear();
+  return ForEachField(v, [&](std::string_view key, od::value& value) {
+    std::string_view text;
+    if (!ReadString(value, text)) {
+      return false;
+    }
+    map.Set(key, text);
+    return true;
+  });
+}
+
+bool FieldDecoder::ReadStringList(od::value& v, std::vector<std::string_view>& out) {
+  out.clear();
+  return ForEachElement(v, [&](size_t, od::value& element) {
+    std::string_view text;
+    if (!ReadRequiredString(element, text)) {
+      return false;
+    }
+    out.push_back(text);
+    return true;
+  });
+}
+
+bool FieldDecoder::ReadResourceList(od::value& v, model::ResourceList& list,
+                                    model::ContainerResources* container) {
+  list.Clear();
+  if (container != nullptr) {
+    container->has_cpu_request = false;
+    container->has_memory_request = false;
+  }
+  return ForEachField(v, [&](std::string_view name, od::value& value) {
+    int64_t amount = 0;
+    if (!ReadQuantity(name, value, amount)) {
+      return false;
+    }
+    list.Set(name, amount);
+    if (container != nullptr) {
+      if (name == model::kResourceCpu) {
+        container->has_cpu_request = true;
+      } else if (name == model::kResourceMemory) {
+        container->has_memory_request = true;
+      }
+    }
+    return true;
+  });
+}
+
+bool FieldDecoder::DecodePod(od::value& v, model::PodInfo& pod, ObjectMeta* meta) {
+  return ForEachField(v, [&](std::string_view key, od::value& value) {
+    if (KeyIs(key, "metadata")) {
+      return DecodePodMetadata(value, pod, meta);
+    }
+    if (KeyIs(key, "spec")) {
+      return DecodePodSpec(value, pod);
+    }
+    if (KeyIs(key, "status")) {
+      return DecodePodStatus(value, pod);
+    }
+    return true;
+  });
+}
+
+bool FieldDecoder::DecodePodMetadata(od::value& v, model::PodInfo& pod, ObjectMeta* meta) {
+  return ForEachField(v, [&](std::string_view key, od::value& value) {
+    if (KeyIs(key, "name")) {
+      return ReadString(value, pod.name);
+    }
+    if (KeyIs(key, "namespace")) {
+      return ReadString(value, pod.namespace_name);
+    }
+    if (KeyIs(key, "uid")) {
+      return ReadString(value, pod.uid);
+    }
+    if (KeyIs(key, "labels")) {
+      return ReadStringMap(value, pod.labels);
+    }
+    if (KeyIs(key, "annotations")) {
+      return ReadStringMap(value, pod.annotations);
+    }
+    if (meta != nullptr) {
+      return ReadObjectMeta(key, value, *meta);
+    }
+    return true;
+  });
+}
+
+bool FieldDecoder::DecodePodSpec(od::value& v, model::PodInfo& pod) {
+  return ForEachField(v, [&](std::string_view key, od::value& value) {
+    if (KeyIs(key, "containers")) {
+      return DecodeContainers(value, pod.containers, /*init=*/false);
+    }
+    if (KeyIs(key, "initContainers")) {
+      return DecodeContainers(value, pod.init_containers, /*init=*/true);
+    }
+    if (KeyIs(key, "nodeName")) {
+      return ReadString(value, pod.node_name);
+    }
+    if (KeyIs(key, "priority")) {
+      return ReadInt32(value, pod.priority);
+    }
+    if (KeyIs(key, "priorityClassName")) {
+      return ReadString(value, pod.priority_class_name);
+    }
+    if (KeyIs(key, "preemptionPolicy")) {
+      return ReadString(value, pod.preemption_policy);
+    }
+    if (KeyIs(key, "nodeSelector")) {
+      return ReadStringMap(value, pod.node_selector);
+    }
+    if (KeyIs(key, "affinity")) {
+      return DecodeAffinity(value, pod);
+    }
+    if (KeyIs(key, "tolerations")) {
+      return DecodeTolerations(value, pod.tolerations);
+    }
+    if (KeyIs(key, "overhead")) {
+      return ReadResourceList(value, pod.overhead, nullptr);
+    }
+    return true;
+  });
+}
+
+bool FieldDecoder::DecodePodStatus(od::value& v, model::PodInfo& pod) {
+  return ForEachField(v, [&](std::string_view key, od::value& value) {
+    if (KeyIs(key, "phase")) {
+      return ReadString(value, pod.phase);
+    }
+    if (KeyIs(key, "nominatedNodeName")) {
+      return ReadString(value, pod.nominated_node_name);
+    }
+    return true;
+  });
+}
+
+bool FieldDecoder::DecodeContainers(od::value& v,
+                                    std::vector<model::ContainerResources>& containers, bool init) {
+  containers.clear();
+  return ForEachElement(v, [&](size_t, od::value& element) {
+    model::ContainerResources& container = containers.emplace_back();
+    return ForEachField(element, [&](std::string_view key, od::value& value) {
+      if (KeyIs(key, "resources")) {
+        return DecodeContainerResources(value, container);
+      }
+      if (init && KeyIs(key, "restartPolicy")) {
+        std::string_view policy;
+        if (!ReadString(value, policy)) {
+          return false;
+        }
+        container.restartable = policy == "Always";
+        return true;
+      }
+      return true;
+    });
+  });
+}
+
+bool FieldDecoder::DecodeContainerResources(od::value& v, model::ContainerResources& container) {
+  return ForEachField(v, [&](std::string_view key, od::value& value) {
+    if (KeyIs(key, "requests")) {
+      return ReadResourceList(value, container.requests, &container);
+    }
+    if (KeyIs(key, "limits")) {
+      return ReadResourceList(value, container.limits, nullptr);
+    }
+    return true;
+  });
+}
+
+bool FieldDecoder::DecodeAffinity(od::value& v, model::PodInfo& pod) {
+  return ForEachField(v, [&](std::string_view key, od::value& value) {
+    if (!KeyIs(key, "nodeAffinity")) {
+      return true;
+    }
+    bool is_null = false;
+    if (!IsNull(value, is_null)) {
+      return false;
+    }
+    if (is_null) {
+      pod.has_required_node_affinity = false;
+      pod.required_node_affinity.clear();
+      pod.preferred_node_affinity.clear();
+      return true;
+    }
+    return ForEachField(value, [&](std::string_view affinity_key, od::value& affinity_value) {
+      if (KeyIs(affinity_key, "requiredDuringSchedulingIgnoredDuringExecution")) {
+        return DecodeRequiredAffinity(affinity_value, pod);
+      }
+      if (KeyIs(affinity_key, "preferredDuringSchedulingIgnoredDuringExecution")) {
+        return DecodePreferredAffinity(affinity_value, pod.preferred_node_affinity);
+      }
+      return true;
+    });
+  });
+}
+
+bool FieldDecoder::DecodeRequiredAffinity(od::value& v, model::PodInfo& pod) {
+  bool is_null = false;
+  if (!IsNull(v, is_null)) {
+    return false;
+  }
+  if (is_null) {
+    pod.has_required_node_affinity = false;
+    pod.required_node_affinity.clear();
+    return true;
+  }
+  pod.has_required_node_affinity = true;
+  return ForEachField(v, [&](std::string_view key, od::value& value) {
+    if (KeyIs(key, "nodeSelectorTerms")) {
+      pod.required_node_affinity.clear();
+      return ForEachElement(value, [&](size_t, od::value& element) {
+        return DecodeSelectorTerm(element, pod.required_node_affinity.emplace_back());
+      });
+    }
+    return true;
+  });
+}
+
+bool FieldDecoder::DecodePreferredAffinity(od::value& v,
+                                           std::vector<model::PreferredSchedulingTerm>& terms) {
+  terms.clear();
+  return ForEachElement(v, [&](size_t, od::value& element) {
+    model::PreferredSchedulingTerm& term = terms.emplace_back();
+    return ForEachField(element, [&](std::string_view key, od::value& value) {
+      if (KeyIs(key, "weight")) {
+        return ReadInt32(value, term.weight);
+      }
+      if (KeyIs(key, "preference")) {
+        return DecodeSelectorTerm(value, term.preference);
+      }
+      return true;
+    });
+  });
+}
+
+bool FieldDecoder::DecodeSelectorTerm(od::value& v, model::NodeSelectorTerm& term) {
+  return ForEachField(v, [&](std::string_view key, od::value& value) {
+    if (KeyIs(key, "matchExpressions")) {
+      return DecodeRequirements(value, term.match_expressions);
+    }
+    if (KeyIs(key, "matchFields")) {
+      return DecodeRequirements(value, term.match_fields);
+    }
+    return true;
+  });
+}
+
+bool FieldDecoder::DecodeRequirements(od::value& v,
+                                      std::vector<model::SelectorRequirement>& requirements) {
+  requirements.clear();
+  return ForEachElement(v, [&](size_t, od::value& element) {
+    model::SelectorRequirement& requirement = requirements.emplace_back();
+    return ForEachField(element, [&](std::string_view key, od::value& value) {
+      if (KeyIs(key, "key")) {
+        return ReadString(value, requirement.key);
+      }
+      if (KeyIs(key, "operator")) {
+        std::string_view text;
+        if (!ReadString(value, text)) {
+          return false;
+        }
+        const std::optional<model::SelectorOperator> op = model::ParseSelectorOperator(text);
+        if (!op.has_value()) {
+          return Fail("unknown selector operator \"" + std::string(text) + "\"");
+        }
+        requirement.op = *op;
+        return true;
+      }
+      if (KeyIs(key, "values")) {
+        return ReadStringList(value, requirement.values);
+      }
+      return true;
+    });
+  });
+}
+
+bool FieldDecoder::DecodeTolerations(od::value& v, std::vector<model::Toleration>& tolerations) {
+  tolerations.clear();
+  return ForEachElement(v, [&](size_t, od::value& element) {
+    model::Toleration& toleration = tolerations.emplace_back();
+    return ForEachField(element, [&](std::string_view key, od::value& value) {
+      if (KeyIs(key, "key")) {
+        return ReadString(value, toleration.key);
+      }
+      if (KeyIs(key, "operator")) {
+        std::string_view text;
+        if (!ReadString(value, text)) {
+          return false;
+        }
+        if (text.empty() || text == "Equal") {
+          toleration.op = model::TolerationOperator::kEqual;
+        } else if (text == "Exists") {
+          toleration.op = model::TolerationOperator::kExists;
+        } else {
+          return Fail("unknown toleration operator \"" + std::string(text) + "\"");
+        }
+        return true;
+      }
+      if (KeyIs(key, "value")) {
+        return ReadString(value, toleration.value);
+      }
+      if (KeyIs(key, "effect")) {
+        std::string_view text;
+        if (!ReadString(value, text)) {
+          return false;
+        }
+        if (text.empty()) {
+          toleration.effect.reset();
+          return true;
+        }
+        toleration.effect = model::ParseTaintEffect(text);
+        if (!toleration.effect.has_value()) {
+          return Fail("unknown taint effect \"" + std::string(text) + "\"");
+        }
+        return true;
+      }
+      return true;
+    });
+  });
+}
+
+bool FieldDecoder::DecodeNode(od::value& v, model::NodeInfo& node, ObjectMeta* meta) {
+  od::json_type type;
+  if (!ReadType(v, type)) {
+    return false;
+  }
+  if (type != od::json_type::object) {
+    return Fail("expected an object");
+  }
+  const char* begin = v.raw_json_token().data();
+  const bool ok = ForEachField(v, [&](std::string_view key, od::value& value) {
+    if (KeyIs(key, "metadata")) {
+      return DecodeNodeMetadata(value, node, meta);
+    }
+    if (KeyIs(key, "spec")) {
+      return DecodeNodeSpec(value, node);
+    }
+    if (KeyIs(key, "status")) {
+      return DecodeNodeStatus(value, node);
+    }
+    return true;
+  });
+  if (!ok) {
+    return false;
+  }
+  const char* end = nullptr;
+  if (auto code = v.current_location().get(end)) {
+    return Fail(code);
+  }
+  std::string_view span(begin, static_cast<size_t>(end - begin));
+  while (!span.empty() && IsJsonSpace(span.back())) {
+    span.remove_suffix(1);
+  }
+  if (span.size() < 2 || span.front() != '{' || span.back() != '}') {
+    return Fail("internal error: cannot delimit the node object");
+  }
+  node.raw_json = span;
+  return true;
+}
+
+bool FieldDecoder::DecodeNodeMetadata(od::value& v, model::NodeInfo& node, ObjectMeta* meta) {
+  return ForEachField(v, [&](std::string_view key, od::value& value) {
+    if (KeyIs(key, "name")) {
+      return ReadString(value, node.name);
+    }
+    if (KeyIs(key, "uid")) {
+      return ReadString(value, node.uid);
+    }
+    if (KeyIs(key, "labels")) {
+      return ReadStringMap(value, node.labels);
+    }
+    if (KeyIs(key, "annotations")) {
+      return ReadStringMap(value, node.annotations);
+    }
+    if (meta != nullptr) {
+      return ReadObjectMeta(key, value, *meta);
+    }
+    return true;
+  });
+}
+
+bool FieldDecoder::DecodeNodeSpec(od::value& v, model::NodeInfo& node) {
+  return ForEachField(v, [&](std::string_view key, od::value& value) {
+    if (KeyIs(key, "unschedulable")) {
+      return ReadBool(value, node.unschedulable);
+    }
+    if (KeyIs(key, "taints")) {
+      node.taints.clear();
+      return ForEachElement(value, [&](size_t, od::value& element) {
+        return DecodeTaint(element, node.taints.emplace_back());
+      });
+    }
+    return true;
+  });
+}
+
+bool FieldDecoder::DecodeTaint(od::value& v, model::Taint& taint) {
+  return ForEachField(v, [&](std::string_view key, od::value& value) {
+    if (KeyIs(key, "key")) {
+      return ReadString(value, taint.key);
+    }
+    if (KeyIs(key, "value")) {
+      return ReadString(value, taint.value);
+    }
+    if (KeyIs(key, "effect")) {
+      std::string_view text;
+      if (!ReadString(value, text)) {
+        return false;
+      }
+      const std::optional<model::TaintEffect> effect = model::ParseTaintEffect(text);
+      if (!effect.has_value()) {
+        return Fail("unknown taint effect \"" + std::string(text) + "\"");
+      }
+      taint.effect = *effect;
+      return true;
+    }
+    return true;
+  });
+}
+
+bool FieldDecoder::DecodeNodeStatus(od::value& v, model::NodeInfo& node) {
+  return ForEachField(v, [&](std::string_view key, od::value& value) {
+    if (KeyIs(key, "allocatable")) {
+      return ReadResourceList(value, node.allocatable, nullptr);
+    }
+    if (KeyIs(key, "capacity")) {
+      return ReadResourceList(value, node.capacity, nullptr);
+    }
+    if (KeyIs(key, "conditions")) {
+      node.conditions.clear();
+      return ForEachElement(value, [&](size_t, od::value& element) {
+        model::NodeCondition& condition = node.conditions.emplace_back();
+        return ForEachField(element, [&](std::string_view condition_key, od::value& field) {
+          if (KeyIs(condition_key, "type")) {
+            return ReadString(field, condition.type);
+          }
+          if (KeyIs(condition_key, "status")) {
+            return ReadString(field, condition.status);
+          }
+          return true;
+        });
+      });
+    }
+    return true;
+  });
+}
+
+bool FieldDecoder::ReadObjectMeta(std::string_view key, od::value& value, ObjectMeta& meta) {
+  if (KeyIs(key, "resourceVersion")) {
+    return ReadString(value, meta.resource_version);
+  }
+  if (KeyIs(key, "deletionTimestamp")) {
+    std::string_view text;
+    if (!ReadString(value, text)) {
+      return false;
+    }
+    meta.has_deletion_timestamp = !text.empty();
+    return true;
+  }
+  return true;
+}
+
+bool FieldDecoder::BeginDocument(od::parser& parser, const char* data, size_t size, size_t capacity,
+                                 od::document& doc, bool& is_null) {
+  is_null = false;
+  const std::string_view text = TrimJsonSpace(std::string_view(data, size));
+  if (text.empty()) {
+    return Fail("empty body");
+  }
+  if (text == "null") {
+    // simdjson 3.0.1's root is_null() is false for "null\n"; decide here.
+    is_null = true;
+    return true;
+  }
+  if (auto code = parser.iterate(data, size, capacity).get(doc)) {
+    return Fail(code);
+  }
+  od::json_type type;
+  if (auto code = doc.type().get(type)) {
+    return Fail(code);
+  }
+  if (type != od::json_type::object) {
+    return Fail("expected a JSON object");
+  }
+  return true;
+}
+
+}  // namespace internal
+
+using internal::KeyIs;
+namespace od = simdjson::ondemand;
+
+// The request-level state; the field walkers come from FieldDecoder.
+struct RequestDecoder::Impl : internal::FieldDecoder {
+  od::parser parser;
 
   // NodeInfos kept for reuse when a request has fewer nodes than the last one.
   std::vector<model::NodeInfo> node_pool;
   // NodeNameToMetaVictims while decoding PreemptionArgs (swapped into the view
   // when it is the map that counts).
   std::vector<VictimsView> meta_nodes;
-
-  // ---- failure helpers (all return false) ----
-
-  bool Fail(std::string message) {
-    error = std::move(message);
-    reverse_path.clear();
-    return false;
-  }
-  bool Fail(simdjson::error_code code) { return Fail(SimdjsonErrorText(code)); }
-  bool At(std::string_view segment) {
-    reverse_path.emplace_back(segment);
-    return false;
-  }
-  bool AtIndex(size_t index) {
-    char digits[24];
-    const std::to_chars_result result = std::to_chars(digits, digits + sizeof(digits), index);
-    reverse_path.emplace_back(digits, result.ptr);
-    return false;
-  }
-  Status TakeError(std::string_view message_type) {
-    std::string message = "decode ";
-    message.append(message_type).append(": ");
-    if (!reverse_path.empty()) {
-      for (auto it = reverse_path.rbegin(); it != reverse_path.rend(); ++it) {
-        message.push_back('/');
-        message.append(*it);
-      }
-      message.append(": ");
-    }
-    message.append(error);
-    error.clear();
-    reverse_path.clear();
-    return InvalidArgumentError(std::move(message));
-  }
-
-  // ---- generic readers ----
-
-  // The JSON type of `v`; a `null` token is checked to be exactly `null`.
-  bool ReadType(od::value& v, od::json_type& type) {
-    if (auto code = v.type().get(type)) {
-      return Fail(code);
-    }
-    if (type == od::json_type::null && TrimJsonSpace(v.raw_json_token()) != "null") {
-      return Fail("malformed JSON: invalid literal");
-    }
-    return true;
-  }
-
-  bool ReadKey(od::field& field, std::string_view& key) {
-    const char* raw = field.key().raw();
-    size_t length = 0;
-    while (raw[length] != '"' && raw[length] != '\\') {
-      ++length;
-    }
-    if (raw[length] == '"') {
-      key = std::string_view(raw, length);
-      return true;
-    }
-    if (auto code = field.unescaped_key().get(key)) {
-      return Fail(code);
-    }
-    return true;
-  }
-
-  // Calls fn(key, value) for every field of `object`, in document order. A
-  // failing callback gets the key added to the path.
-  template <typename Fn>
-  bool ForEachFieldOf(od::object& object, Fn&& fn) {
-    for (auto field_result : object) {
-      od::field field;
-      if (auto code = std::move(field_result).get(field)) {
-        return Fail(code);
-      }
-      std::string_view key;
-      if (!ReadKey(field, key)) {
-        return false;
-      }
-      if (!fn(key, field.value())) {
-        return At(key);
-      }
-    }
-    return true;
-  }
-
-  // The same for a value that must be an object or null (null: no call).
-  template <typename Fn>
-  bool ForEachField(od::value& v, Fn&& fn) {
-    od::json_type type;
-    if (!ReadType(v, type)) {
-      return false;
-    }
-    if (type == od::json_type::null) {
-      return true;
-    }
-    if (type != od::json_type::object) {
-      return Fail("expected an object");
-    }
-    od::object object;
-    if (auto code = v.get_object().get(object)) {
-      return Fail(code);
-    }
-    return ForEachFieldOf(object, fn);
-  }
-
-  // Calls fn(index, element) for every element of the array `v` (null: no call).
-  template <typename Fn>
-  bool ForEachElement(od::value& v, Fn&& fn) {
-    od::json_type type;
-    if (!ReadType(v, type)) {
-      return false;
-    }
-    if (type == od::json_type::null) {
-      return true;
-    }
-    if (type != od::json_type::array) {
-      return Fail("expected an array");
-    }
-    od::array array;
-    if (auto code = v.get_array().get(array)) {
-      return Fail(code);
-    }
-    size_t index = 0;
-    for (auto element_result : array) {
-      od::value element;
-      if (auto code = std::move(element_result).get(element)) {
-        return Fail(code);
-      }
-      if (!fn(index, element)) {
-        return AtIndex(index);
-      }
-      ++index;
-    }
-    return true;
-  }
-
-  // True when `v` is null (consumed); false for anything else (not consumed).
-  bool IsNull(od::value& v, bool& is_null) {
-    od::json_type type;
-    if (!ReadType(v, type)) {
-      return false;
-    }
-    is_null = type == od::json_type::null;
-    return true;
-  }
-
-  // A string; null leaves `out` unchanged.
-  bool ReadString(od::value& v, std::string_view& out) {
-    od::json_type type;
-    if (!ReadType(v, type)) {
-      return false;
-    }
-    if (type == od::json_type::null) {
-      return true;
-    }
-    if (type != od::json_type::string) {
-      return Fail("expected a string");
-    }
-    if (auto code = v.get_string().get(out)) {
-      return Fail(code);
-    }
-    return true;
-  }
-
-  // A string that must not be null (list elements, names).
-  bool ReadRequiredString(od::value& v, std::string_view& out) {
-    od::json_type type;
-    if (!ReadType(v, type)) {
-      return false;
-    }
-    if (type != od::json_type::string) {
-      return Fail("expected a string");
-    }
-    if (auto code = v.get_string().get(out)) {
-      return Fail(code);
-    }
-    return true;
-  }
-
-  bool ReadBool(od::value& v, bool& out) {
-    od::json_type type;
-    if (!ReadType(v, type)) {
-      return false;
-    }
-    if (type == od::json_type::null) {
-      return true;
-    }
-    if (type != od::json_type::boolean) {
-      return Fail("expected a boolean");
-    }
-    if (auto code = v.get_bool().get(out)) {
-      return Fail(code);
-    }
-    return true;
-  }
-
-  // An int64 read as an integer, never through double; null leaves `out`.
-  bool ReadInt64(od::value& v, int64_t& out) {
-    od::json_type type;
-    if (!ReadType(v, type)) {
-      return false;
-    }
-    if (type == od::json_type::null) {
-      return true;
-    }
-    if (type != od::json_type::number) {
-      return Fail("expected an integer");
-    }
-    const std::string_view token = TrimJsonSpace(v.raw_json_token());
-    int64_t value = 0;
-    if (auto code = v.get_int64().get(value)) {
-      if (code != simdjson::INCORRECT_TYPE && code != simdjson::NUMBER_OUT_OF_RANGE) {
-        return Fail(code);
-      }
-      // simdjson 3.0.1 reports both 5.0 and 2^63 as INCORRECT_TYPE.
-      if (IsIntegerToken(token)) {
-        return Fail("integer " + std::string(token) + " is out of the int64 range");
-      }
-      return Fail("expected an integer, got " + std::string(token));
-    }
-    out = value;
-    return true;
-  }
-
-  bool ReadInt32(od::value& v, int32_t& out) {
-    int64_t value = out;
-    if (!ReadInt64(v, value)) {
-      return false;
-    }
-    if (value < std::numeric_limits<int32_t>::min() ||
-        value > std::numeric_limits<int32_t>::max()) {
-      std::string message = "integer ";
-      message.append(std::to_string(value)).append(" is out of the int32 range");
-      return Fail(std::move(message));
-    }
-    out = static_cast<int32_t>(value);
-    return true;
-  }
-
-  // A quantity of resource `name` as a JSON string (surrounding whitespace
-  // trimmed) or an unquoted JSON number; null is zero.
-  bool ReadQuantity(std::string_view name, od::value& v, int64_t& amount) {
-    od::json_type type;
-    if (!ReadType(v, type)) {
-      return false;
-    }
-    std::string_view text;
-    switch (type) {
-      case od::json_type::null:
-        amount = 0;
-        return true;
-      case od::json_type::string:
-        if (auto code = v.get_string().get(text)) {
-          return Fail(code);
-        }
-        text = TrimJsonSpace(text);
-        break;
-      case od::json_type::number:
-        text = TrimJsonSpace(v.raw_json_token());
-        if (!IsJsonNumber(text)) {
-          std::string message = "malformed JSON: invalid number ";
-          message.append(text);
-          return Fail(std::move(message));
-        }
-        break;
-      default:
-        return Fail("expected a quantity (a string or a number)");
-    }
-    StatusOr<int64_t> parsed = model::ParseResourceAmount(name, text);
-    if (!parsed.ok()) {
-      // The model names the resource ("cpu: invalid quantity ..."); the path
-      // already ends with it.
-      std::string message = parsed.status().message();
-      if (message.size() > name.size() + 2 && message.compare(0, name.size(), name) == 0 &&
-          message.compare(name.size(), 2, ": ") == 0) {
-        message.erase(0, name.size() + 2);
-      }
-      return Fail(std::move(message));
-    }
-    amount = *parsed;
-    return true;
-  }
-
-  // A string→string map, replacing `map`.
-  bool ReadStringMap(od::value& v, model::StringMap& map) {
-    map.Clear();
-    return ForEachField(v, [&](std::string_view key, od::value& value) {
-      std::string_view text;
-      if (!ReadString(value, text)) {
-        return false;
-      }
-      map.Set(key, text);
-      return true;
-    });
-  }
-
-  // A list of strings, replacing `out`.
-  bool ReadStringList(od::value& v, std::vector<std::string_view>& out) {
-    out.clear();
-    return ForEachElement(v, [&](size_t, od::value& element) {
-      std::string_view text;
-      if (!ReadRequiredString(element, text)) {
-        return false;
-      }
-      out.push_back(text);
-      return true;
-    });
-  }
-
-  // A resource name → quantity map, replacing `list`. With `container`, also
-  // records whether cpu / memory are named.
-  bool ReadResourceList(od::value& v, model::ResourceList& list,
-                        model::ContainerResources* container) {
-    list.Clear();
-    if (container != nullptr) {
-      container->has_cpu_request = false;
-      container->has_memory_request = false;
-    }
-    return ForEachField(v, [&](std::string_view name, od::value& value) {
-      int64_t amount = 0;
-      if (!ReadQuantity(name, value, amount)) {
-        return false;
-      }
-      list.Set(name, amount);
-      if (container != nullptr) {
-        if (name == model::kResourceCpu) {
-          container->has_cpu_request = true;
-        } else if (name == model::kResourceMemory) {
-          container->has_memory_request = true;
-        }
-      }
-      return true;
-    });
-  }
-
-  // ---- Pod ----
-
-  bool DecodePod(od::value& v, model::PodInfo& pod) {
-    return ForEachField(v, [&](std::string_view key, od::value& value) {
-      if (KeyIs(key, "metadata")) {
-        return DecodePodMetadata(value, pod);
-      }
-      if (KeyIs(key, "spec")) {
-        return DecodePodSpec(value, pod);
-      }
-      if (KeyIs(key, "status")) {
-        return DecodePodStatus(value, pod);
-      }
-      return true;
-    });
-  }
-
-  bool DecodePodMetadata(od::value& v, model::PodInfo& pod) {
-    return ForEachField(v, [&](std::string_view key, od::value& value) {
-      if (KeyIs(key, "name")) {
-        return ReadString(value, pod.name);
-      }
-      if (KeyIs(key, "namespace")) {
-        return ReadString(value, pod.namespace_name);
-      }
-      if (KeyIs(key, "uid")) {
-        return ReadString(value, pod.uid);
-      }
-      if (KeyIs(key, "labels")) {
-        return ReadStringMap(value, pod.labels);
-      }
-      if (KeyIs(key, "annotations")) {
-        return ReadStringMap(value, pod.annotations);
-      }
-      return true;
-    });
-  }
-
-  bool DecodePodSpec(od::value& v, model::PodInfo& pod) {
-    return ForEachField(v, [&](std::string_view key, od::value& value) {
-      if (KeyIs(key, "containers")) {
-        return DecodeContainers(value, pod.containers, /*init=*/false);
-      }
-      if (KeyIs(key, "initContainers")) {
-        return DecodeContainers(value, pod.init_containers, /*init=*/true);
-      }
-      if (KeyIs(key, "nodeName")) {
-        return ReadString(value, pod.node_name);
-      }
-      if (KeyIs(key, "priority")) {
-        return ReadInt32(value, pod.priority);
-      }
-      if (KeyIs(key, "priorityClassName")) {
-        return ReadString(value, pod.priority_class_name);
-      }
-      if (KeyIs(key, "preemptionPolicy")) {
-        return ReadString(value, pod.preemption_policy);
-      }
-      if (KeyIs(key, "nodeSelector")) {
-        return ReadStringMap(value, pod.node_selector);
-      }
-      if (KeyIs(key, "affinity")) {
-        return DecodeAffinity(value, pod);
-      }
-      if (KeyIs(key, "tolerations")) {
-        return DecodeTolerations(value, pod.tolerations);
-      }
-      if (KeyIs(key, "overhead")) {
-        return ReadResourceList(value, pod.overhead, nullptr);
-      }
-      return true;
-    });
-  }
-
-  bool DecodePodStatus(od::value& v, model::PodInfo& pod) {
-    return ForEachField(v, [&](std::string_view key, od::value& value) {
-      if (KeyIs(key, "phase")) {
-        return ReadString(value, pod.phase);
-      }
-      if (KeyIs(key, "nominatedNodeName")) {
-        return ReadString(value, pod.nominated_node_name);
-      }
-      return true;
-    });
-  }
-
-  bool DecodeContainers(od::value& v, std::vector<model::ContainerResources>& containers,
-                        bool init) {
-    containers.clear();
-    return ForEachElement(v, [&](size_t, od::value& element) {
-      model::ContainerResources& container = containers.emplace_back();
-      return ForEachField(element, [&](std::string_view key, od::value& value) {
-        if (KeyIs(key, "resources")) {
-          return DecodeContainerResources(value, container);
-        }
-        if (init && KeyIs(key, "restartPolicy")) {
-          std::string_view policy;
-          if (!ReadString(value, policy)) {
-            return false;
-          }
-          container.restartable = policy == "Always";
-          return true;
-        }
-        return true;
-      });
-    });
-  }
-
-  bool DecodeContainerResources(od::value& v, model::ContainerResources& container) {
-    return ForEachField(v, [&](std::string_view key, od::value& value) {
-      if (KeyIs(key, "requests")) {
-        return ReadResourceList(value, container.requests, &container);
-      }
-      if (KeyIs(key, "limits")) {
-        return ReadResourceList(value, container.limits, nullptr);
-      }
-      return true;
-    });
-  }
-
-  bool DecodeAffinity(od::value& v, model::PodInfo& pod) {
-    return ForEachField(v, [&](std::string_view key, od::value& value) {
-      if (!KeyIs(key, "nodeAffinity")) {
-        return true;
-      }
-      bool is_null = false;
-      if (!IsNull(value, is_null)) {
-        return false;
-      }
-      if (is_null) {
-        pod.has_required_node_affinity = false;
-        pod.required_node_affinity.clear();
-        pod.preferred_node_affinity.clear();
-        return true;
-      }
-      return ForEachField(value, [&](std::string_view affinity_key, od::value& affinity_value) {
-        if (KeyIs(affinity_key, "requiredDuringSchedulingIgnoredDuringExecution")) {
-          return DecodeRequiredAffinity(affinity_value, pod);
-        }
-        if (KeyIs(affinity_key, "preferredDuringSchedulingIgnoredDuringExecution")) {
-          return DecodePreferredAffinity(affinity_value, pod.preferred_node_affinity);
-        }
-        return true;
-      });
-    });
-  }
-
-  bool DecodeRequiredAffinity(od::value& v, model::PodInfo& pod) {
-    bool is_null = false;
-    if (!IsNull(v, is_null)) {
-      return false;
-    }
-    if (is_null) {
-      pod.has_required_node_affinity = false;
-      pod.required_node_affinity.clear();
-      return true;
-    }
-    pod.has_required_node_affinity = true;
-    return ForEachField(v, [&](std::string_view key, od::value& value) {
-      if (KeyIs(key, "nodeSelectorTerms")) {
-        pod.required_node_affinity.clear();
-        return ForEachElement(value, [&](size_t, od::value& element) {
-          return DecodeSelectorTerm(element, pod.required_node_affinity.emplace_back());
-        });
-      }
-      return true;
-    });
-  }
-
-  bool DecodePreferredAffinity(od::value& v, std::vector<model::PreferredSchedulingTerm>& terms) {
-    terms.clear();
-    return ForEachElement(v, [&](size_t, od::value& element) {
-      model::PreferredSchedulingTerm& term = terms.emplace_back();
-      return ForEachField(element, [&](std::string_view key, od::value& value) {
-        if (KeyIs(key, "weight")) {
-          return ReadInt32(value, term.weight);
-        }
-        if (KeyIs(key, "preference")) {
-          return DecodeSelectorTerm(value, term.preference);
-        }
-        return true;
-      });
-    });
-  }
-
-  bool DecodeSelectorTerm(od::value& v, model::NodeSelectorTerm& term) {
-    return ForEachField(v, [&](std::string_view key, od::value& value) {
-      if (KeyIs(key, "matchExpressions")) {
-        return DecodeRequirements(value, term.match_expressions);
-      }
-      if (KeyIs(key, "matchFields")) {
-        return DecodeRequirements(value, term.match_fields);
-      }
-      return true;
-    });
-  }
-
-  bool DecodeRequirements(od::value& v, std::vector<model::SelectorRequirement>& requirements) {
-    requirements.clear();
-    return ForEachElement(v, [&](size_t, od::value& element) {
-      model::SelectorRequirement& requirement = requirements.emplace_back();
-      return ForEachField(element, [&](std::string_view key, od::value& value) {
-        if (KeyIs(key, "key")) {
-          return ReadString(value, requirement.key);
-        }
-        if (KeyIs(key, "operator")) {
-          std::string_view text;
-          if (!ReadString(value, text)) {
-            return false;
-          }
-          const std::optional<model::SelectorOperator> op = model::ParseSelectorOperator(text);
-          if (!op.has_value()) {
-            return Fail("unknown selector operator \"" + std::string(text) + "\"");
-          }
-          requirement.op = *op;
-          return true;
-        }
-        if (KeyIs(key, "values")) {
-          return ReadStringList(value, requirement.values);
-        }
-        return true;
-      });
-    });
-  }
-
-  bool DecodeTolerations(od::value& v, std::vector<model::Toleration>& tolerations) {
-    tolerations.clear();
-    return ForEachElement(v, [&](size_t, od::value& element) {
-      model::Toleration& toleration = tolerations.emplace_back();
-      return ForEachField(element, [&](std::string_view key, od::value& value) {
-        if (KeyIs(key, "key")) {
-          return ReadString(value, toleration.key);
-        }
-        if (KeyIs(key, "operator")) {
-          std::string_view text;
-          if (!ReadString(value, text)) {
-            return false;
-          }
-          if (text.empty() || text == "Equal") {
-            toleration.op = model::TolerationOperator::kEqual;
-          } else if (text == "Exists") {
-            toleration.op = model::TolerationOperator::kExists;
-          } else {
-            return Fail("unknown toleration operator \"" + std::string(text) + "\"");
-          }
-          return true;
-        }
-        if (KeyIs(key, "value")) {
-          return ReadString(value, toleration.value);
-        }
-        if (KeyIs(key, "effect")) {
-          std::string_view text;
-          if (!ReadString(value, text)) {
-            return false;
-          }
-          if (text.empty()) {
-            toleration.effect.reset();
-            return true;
-          }
-          toleration.effect = model::ParseTaintEffect(text);
-          if (!toleration.effect.has_value()) {
-            return Fail("unknown taint effect \"" + std::string(text) + "\"");
-          }
-          return true;
-        }
-        return true;
-      });
-    });
-  }
 
   // ---- Node ----
 
@@ -814,138 +859,11 @@ struct RequestDecoder::Impl {
     });
   }
 
-  // One node object; also records its exact bytes in node.raw_json, in the
-  // same pass: the span runs from the object's '{' to the position of the
-  // token after its '}', minus the whitespace in between.
-  bool DecodeNode(od::value& v, model::NodeInfo& node) {
-    od::json_type type;
-    if (!ReadType(v, type)) {
-      return false;
-    }
-    if (type != od::json_type::object) {
-      return Fail("expected an object");
-    }
-    const char* begin = v.raw_json_token().data();
-    const bool ok = ForEachField(v, [&](std::string_view key, od::value& value) {
-      if (KeyIs(key, "metadata")) {
-        return DecodeNodeMetadata(value, node);
-      }
-      if (KeyIs(key, "spec")) {
-        return DecodeNodeSpec(value, node);
-      }
-      if (KeyIs(key, "status")) {
-        return DecodeNodeStatus(value, node);
-      }
-      return true;
-    });
-    if (!ok) {
-      return false;
-    }
-    const char* end = nullptr;
-    if (auto code = v.current_location().get(end)) {
-      return Fail(code);
-    }
-    std::string_view span(begin, static_cast<size_t>(end - begin));
-    while (!span.empty() && IsJsonSpace(span.back())) {
-      span.remove_suffix(1);
-    }
-    if (span.size() < 2 || span.front() != '{' || span.back() != '}') {
-      return Fail("internal error: cannot delimit the node object");
-    }
-    node.raw_json = span;
-    return true;
-  }
-
-  bool DecodeNodeMetadata(od::value& v, model::NodeInfo& node) {
-    return ForEachField(v, [&](std::string_view key, od::value& value) {
-      if (KeyIs(key, "name")) {
-        return ReadString(value, node.name);
-      }
-      if (KeyIs(key, "uid")) {
-        return ReadString(value, node.uid);
-      }
-      if (KeyIs(key, "labels")) {
-        return ReadStringMap(value, node.labels);
-      }
-      if (KeyIs(key, "annotations")) {
-        return ReadStringMap(value, node.annotations);
-      }
-      return true;
-    });
-  }
-
-  bool DecodeNodeSpec(od::value& v, model::NodeInfo& node) {
-    return ForEachField(v, [&](std::string_view key, od::value& value) {
-      if (KeyIs(key, "unschedulable")) {
-        return ReadBool(value, node.unschedulable);
-      }
-      if (KeyIs(key, "taints")) {
-        node.taints.clear();
-        return ForEachElement(value, [&](size_t, od::value& element) {
-          return DecodeTaint(element, node.taints.emplace_back());
-        });
-      }
-      return true;
-    });
-  }
-
-  bool DecodeTaint(od::value& v, model::Taint& taint) {
-    return ForEachField(v, [&](std::string_view key, od::value& value) {
-      if (KeyIs(key, "key")) {
-        return ReadString(value, taint.key);
-      }
-      if (KeyIs(key, "value")) {
-        return ReadString(value, taint.value);
-      }
-      if (KeyIs(key, "effect")) {
-        std::string_view text;
-        if (!ReadString(value, text)) {
-          return false;
-        }
-        const std::optional<model::TaintEffect> effect = model::ParseTaintEffect(text);
-        if (!effect.has_value()) {
-          return Fail("unknown taint effect \"" + std::string(text) + "\"");
-        }
-        taint.effect = *effect;
-        return true;
-      }
-      return true;
-    });
-  }
-
-  bool DecodeNodeStatus(od::value& v, model::NodeInfo& node) {
-    return ForEachField(v, [&](std::string_view key, od::value& value) {
-      if (KeyIs(key, "allocatable")) {
-        return ReadResourceList(value, node.allocatable, nullptr);
-      }
-      if (KeyIs(key, "capacity")) {
-        return ReadResourceList(value, node.capacity, nullptr);
-      }
-      if (KeyIs(key, "conditions")) {
-        node.conditions.clear();
-        return ForEachElement(value, [&](size_t, od::value& element) {
-          model::NodeCondition& condition = node.conditions.emplace_back();
-          return ForEachField(element, [&](std::string_view condition_key, od::value& field) {
-            if (KeyIs(condition_key, "type")) {
-              return ReadString(field, condition.type);
-            }
-            if (KeyIs(condition_key, "status")) {
-              return ReadString(field, condition.status);
-            }
-            return true;
-          });
-        });
-      }
-      return true;
-    });
-  }
-
   // ---- Preemption ----
 
   // NodeNameToVictims (full pods) or NodeNameToMetaVictims (UIDs) into
   // entries[0, count), in document order; a repeated node replaces its entry.
-  bool DecodeVictimsMap(od::value& v, std::vector<VictimsView>& entries, size_t& count,
-                        bool full) {
+  bool DecodeVictimsMap(od::value& v, std::vector<VictimsView>& entries, size_t& count, bool full) {
     count = 0;
     return ForEachField(v, [&](std::string_view node_name, od::value& value) {
       size_t slot = 0;
@@ -1006,48 +924,7 @@ struct RequestDecoder::Impl {
 
   // Starts a document. `is_null`: the body is the literal null.
   bool Begin(const RequestBuffer& body, od::document& doc, bool& is_null) {
-    is_null = false;
-    const std::string_view text = TrimJsonSpace(body.view());
-    if (text.empty()) {
-      return Fail("empty body");
-    }
-    if (text == "null") {
-      // simdjson 3.0.1's root is_null() is false for "null\n"; decide here.
-      is_null = true;
-      return true;
-    }
-    if (auto code = parser.iterate(body.data(), body.size(), body.capacity()).get(doc)) {
-      return Fail(code);
-    }
-    od::json_type type;
-    if (auto code = doc.type().get(type)) {
-      return Fail(code);
-    }
-    if (type != od::json_type::object) {
-      return Fail("expected a JSON object");
-    }
-    return true;
-  }
-
-  // Walks the root object of `doc`, then checks nothing but whitespace follows.
-  template <typename Fn>
-  bool WalkRoot(od::document& doc, Fn&& fn) {
-    od::object root;
-    if (auto code = doc.get_object().get(root)) {
-      return Fail(code);
-    }
-    if (!ForEachFieldOf(root, fn)) {
-      return false;
-    }
-    const char* trailing = nullptr;
-    const simdjson::error_code code = doc.current_location().get(trailing);
-    if (code == simdjson::OUT_OF_BOUNDS) {
-      return true;  // at the end of the document
-    }
-    if (code) {
-      return Fail(code);
-    }
-    return Fail("trailing data after the JSON document");
+    return BeginDocument(parser, body.data(), body.size(), body.capacity(), doc, is_null);
   }
 };
 
