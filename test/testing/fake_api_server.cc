@@ -1,1 +1,1322 @@
-// placeholder: not yet written
+// FakeApiServer implementation. Test-only: nlohmann for the objects, httplib
+// for the transport, OpenSSL 3 for the throwaway PKI.
+#include "testing/fake_api_server.h"
+
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <thread>
+#include <utility>
+
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+
+namespace schedext::testing {
+namespace {
+
+// Insertion-ordered, so objects keep the API server's key order (kind,
+// apiVersion, metadata, spec, status; type before object in events).
+using json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+// ---------------------------------------------------------------------------
+// PKI
+
+struct PkeyFree {
+  void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
+};
+struct X509Free {
+  void operator()(X509* p) const { X509_free(p); }
+};
+struct BioFree {
+  void operator()(BIO* p) const { BIO_free(p); }
+};
+using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyFree>;
+using X509Ptr = std::unique_ptr<X509, X509Free>;
+using BioPtr = std::unique_ptr<BIO, BioFree>;
+
+std::string OpenSslError(std::string_view what) {
+  std::string out(what);
+  const unsigned long e = ERR_get_error();
+  if (e != 0) {
+    char buf[256];
+    ERR_error_string_n(e, buf, sizeof(buf));
+    out.append(": ").append(buf);
+  }
+  ERR_clear_error();
+  return out;
+}
+
+bool AddExtension(X509* cert, X509* issuer, int nid, const char* value) {
+  X509V3_CTX ctx;
+  X509V3_set_ctx_nodb(&ctx);
+  X509V3_set_ctx(&ctx, issuer, cert, nullptr, nullptr, 0);
+  X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, &ctx, nid, value);
+  if (ext == nullptr) {
+    return false;
+  }
+  const int ok = X509_add_ext(cert, ext, -1);
+  X509_EXTENSION_free(ext);
+  return ok == 1;
+}
+
+// A certificate for `key`, signed by `issuer_key` (self-signed when `issuer`
+// is null), with the given extensions (nid, value).
+X509Ptr MakeCert(EVP_PKEY* key, const std::string& common_name, X509* issuer,
+                 EVP_PKEY* issuer_key, const std::vector<std::pair<int, std::string>>& exts) {
+  X509Ptr cert(X509_new());
+  if (!cert) {
+    return nullptr;
+  }
+  X509_set_version(cert.get(), 2);  // v3
+  BIGNUM* serial = BN_new();
+  BN_rand(serial, 64, BN_RAND_TOP_ANY, BN_RAND_BOTTOM_ANY);
+  BN_to_ASN1_INTEGER(serial, X509_get_serialNumber(cert.get()));
+  BN_free(serial);
+  X509_gmtime_adj(X509_getm_notBefore(cert.get()), -3600);
+  X509_gmtime_adj(X509_getm_notAfter(cert.get()), 7 * 24 * 3600);
+  X509_set_pubkey(cert.get(), key);
+  X509_NAME* name = X509_get_subject_name(cert.get());
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>(common_name.c_str()), -1, -1,
+                             0);
+  X509* signer = issuer != nullptr ? issuer : cert.get();
+  X509_set_issuer_name(cert.get(), X509_get_subject_name(signer));
+  for (const auto& [nid, value] : exts) {
+    if (!AddExtension(cert.get(), signer, nid, value.c_str())) {
+      return nullptr;
+    }
+  }
+  if (X509_sign(cert.get(), issuer_key != nullptr ? issuer_key : key, EVP_sha256()) <= 0) {
+    return nullptr;
+  }
+  return cert;
+}
+
+std::string BioToString(BIO* bio) {
+  char* data = nullptr;
+  const long n = BIO_get_mem_data(bio, &data);
+  return n > 0 ? std::string(data, static_cast<size_t>(n)) : std::string();
+}
+
+std::string CertPem(X509* cert) {
+  BioPtr bio(BIO_new(BIO_s_mem()));
+  PEM_write_bio_X509(bio.get(), cert);
+  return BioToString(bio.get());
+}
+
+std::string KeyPem(EVP_PKEY* key) {
+  BioPtr bio(BIO_new(BIO_s_mem()));
+  PEM_write_bio_PrivateKey(bio.get(), key, nullptr, nullptr, 0, nullptr, nullptr);
+  return BioToString(bio.get());
+}
+
+X509Ptr CertFromPem(const std::string& pem) {
+  BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  return X509Ptr(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+}
+
+PkeyPtr KeyFromPem(const std::string& pem) {
+  BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  return PkeyPtr(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
+}
+
+// ---------------------------------------------------------------------------
+// Fixtures and JSON helpers
+
+std::string NewUid() {
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t base = std::random_device{}();
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%08llx-0000-4000-8000-%012llx",
+                static_cast<unsigned long long>(base & 0xffffffffULL),
+                static_cast<unsigned long long>(counter.fetch_add(1) + 1));
+  return buf;
+}
+
+const json& FixtureRequest() {
+  static const json request = [] {
+    std::ifstream in(std::string(SCHEDEXT_TESTDATA_DIR) +
+                     "/kube-scheduler-1.26/nodecache-false/filter-1.json");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return json::parse(ss.str(), nullptr, false);
+  }();
+  return request;
+}
+
+std::string Base64UrlEncode(std::string_view in) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    const uint32_t v = (uint32_t{static_cast<unsigned char>(in[i])} << 16) |
+                       (uint32_t{static_cast<unsigned char>(in[i + 1])} << 8) |
+                       uint32_t{static_cast<unsigned char>(in[i + 2])};
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+    out += kAlphabet[v & 63];
+  }
+  if (i + 1 == in.size()) {
+    const uint32_t v = uint32_t{static_cast<unsigned char>(in[i])} << 16;
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+  } else if (i + 2 == in.size()) {
+    const uint32_t v = (uint32_t{static_cast<unsigned char>(in[i])} << 16) |
+                       (uint32_t{static_cast<unsigned char>(in[i + 1])} << 8);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+  }
+  return out;
+}
+
+bool Base64UrlDecode(std::string_view in, std::string& out) {
+  out.clear();
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    int v;
+    if (c >= 'A' && c <= 'Z') {
+      v = c - 'A';
+    } else if (c >= 'a' && c <= 'z') {
+      v = c - 'a' + 26;
+    } else if (c >= '0' && c <= '9') {
+      v = c - '0' + 52;
+    } else if (c == '-') {
+      v = 62;
+    } else if (c == '_') {
+      v = 63;
+    } else {
+      return false;
+    }
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  return true;
+}
+
+std::string_view KindOf(FakeResource r) { return r == FakeResource::kNodes ? "Node" : "Pod"; }
+
+std::string StringAt(const json& obj, std::initializer_list<const char*> path) {
+  const json* cur = &obj;
+  for (const char* key : path) {
+    if (!cur->is_object()) {
+      return std::string();
+    }
+    auto it = cur->find(key);
+    if (it == cur->end()) {
+      return std::string();
+    }
+    cur = &*it;
+  }
+  return cur->is_string() ? cur->get<std::string>() : std::string();
+}
+
+std::string KeyOf(FakeResource r, const json& obj) {
+  const std::string name = StringAt(obj, {"metadata", "name"});
+  if (r == FakeResource::kNodes) {
+    return name;
+  }
+  std::string ns = StringAt(obj, {"metadata", "namespace"});
+  if (ns.empty()) {
+    ns = "default";
+  }
+  return ns + "/" + name;
+}
+
+// The object as a watch event or GET carries it: kind and apiVersion first.
+json WithKind(FakeResource r, const json& obj) {
+  json out = json::object();
+  out["kind"] = KindOf(r);
+  out["apiVersion"] = "v1";
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    if (it.key() != "kind" && it.key() != "apiVersion") {
+      out[it.key()] = it.value();
+    }
+  }
+  return out;
+}
+
+json WithoutKind(const json& obj) {
+  json out = obj;
+  out.erase("kind");
+  out.erase("apiVersion");
+  return out;
+}
+
+// fieldSelector terms ("a=b", "a==b", "a!=b", comma-separated) over the fields
+// the API server supports for nodes and pods that schedext might use.
+struct FieldTerm {
+  std::vector<const char*> path;
+  std::string value;
+  bool negate = false;
+};
+
+bool ParseFieldSelector(std::string_view selector, std::vector<FieldTerm>& out) {
+  out.clear();
+  while (!selector.empty()) {
+    const size_t comma = selector.find(',');
+    std::string_view term = selector.substr(0, comma);
+    selector = comma == std::string_view::npos ? std::string_view() : selector.substr(comma + 1);
+    if (term.empty()) {
+      continue;
+    }
+    FieldTerm t;
+    size_t op = term.find("!=");
+    size_t value_at;
+    if (op != std::string_view::npos) {
+      t.negate = true;
+      value_at = op + 2;
+    } else if ((op = term.find("==")) != std::string_view::npos) {
+      value_at = op + 2;
+    } else if ((op = term.find('=')) != std::string_view::npos) {
+      value_at = op + 1;
+    } else {
+      return false;
+    }
+    const std::string_view field = term.substr(0, op);
+    t.value = std::string(term.substr(value_at));
+    if (field == "metadata.name") {
+      t.path = {"metadata", "name"};
+    } else if (field == "metadata.namespace") {
+      t.path = {"metadata", "namespace"};
+    } else if (field == "spec.nodeName") {
+      t.path = {"spec", "nodeName"};
+    } else if (field == "status.phase") {
+      t.path = {"status", "phase"};
+    } else if (field == "spec.unschedulable") {
+      t.path = {"spec", "unschedulable"};
+    } else {
+      return false;
+    }
+    out.push_back(std::move(t));
+  }
+  return true;
+}
+
+bool MatchesFields(const json& obj, const std::vector<FieldTerm>& terms) {
+  for (const FieldTerm& t : terms) {
+    const json* cur = &obj;
+    for (const char* key : t.path) {
+      if (cur == nullptr || !cur->is_object() || !cur->contains(key)) {
+        cur = nullptr;
+        break;
+      }
+      cur = &(*cur)[key];
+    }
+    std::string value;
+    if (cur != nullptr && cur->is_string()) {
+      value = cur->get<std::string>();
+    } else if (cur != nullptr && cur->is_boolean()) {
+      value = cur->get<bool>() ? "true" : "false";
+    } else if (t.path.size() == 2 && std::string_view(t.path[1]) == "unschedulable") {
+      value = "false";
+    }
+    if ((value == t.value) == t.negate) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string EventLine(std::string_view type, const json& object) {
+  json event = json::object();
+  event["type"] = type;
+  event["object"] = object;
+  return event.dump() + "\n";  // one event per line, as the API server writes them
+}
+
+bool IsWatchParam(const httplib::Request& req) {
+  if (!req.has_param("watch")) {
+    return false;
+  }
+  const std::string v = req.get_param_value("watch");
+  return v == "1" || v == "true" || v == "True";
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+
+bool GenerateTestPki(TestPki& out, std::string& error, std::string_view common_name_prefix) {
+  const std::string prefix(common_name_prefix);
+  PkeyPtr ca_key(EVP_EC_gen("P-256"));
+  PkeyPtr server_key(EVP_EC_gen("P-256"));
+  PkeyPtr client_key(EVP_EC_gen("P-256"));
+  if (!ca_key || !server_key || !client_key) {
+    error = OpenSslError("generate EC keys");
+    return false;
+  }
+  X509Ptr ca = MakeCert(ca_key.get(), prefix + "-ca", nullptr, nullptr,
+                        {{NID_basic_constraints, "critical,CA:TRUE"},
+                         {NID_key_usage, "critical,keyCertSign,cRLSign,digitalSignature"},
+                         {NID_subject_key_identifier, "hash"}});
+  if (!ca) {
+    error = OpenSslError("make the CA certificate");
+    return false;
+  }
+  X509Ptr server = MakeCert(server_key.get(), prefix + "-apiserver", ca.get(), ca_key.get(),
+                            {{NID_basic_constraints, "critical,CA:FALSE"},
+                             {NID_key_usage, "critical,digitalSignature,keyEncipherment"},
+                             {NID_ext_key_usage, "serverAuth"},
+                             {NID_subject_alt_name, "IP:127.0.0.1,IP:::1,DNS:localhost"},
+                             {NID_authority_key_identifier, "keyid:always"}});
+  X509Ptr client = MakeCert(client_key.get(), prefix + "-client", ca.get(), ca_key.get(),
+                            {{NID_basic_constraints, "critical,CA:FALSE"},
+                             {NID_key_usage, "critical,digitalSignature,keyEncipherment"},
+                             {NID_ext_key_usage, "clientAuth"},
+                             {NID_authority_key_identifier, "keyid:always"}});
+  if (!server || !client) {
+    error = OpenSslError("make the leaf certificates");
+    return false;
+  }
+  out.ca_cert_pem = CertPem(ca.get());
+  out.ca_key_pem = KeyPem(ca_key.get());
+  out.server_cert_pem = CertPem(server.get());
+  out.server_key_pem = KeyPem(server_key.get());
+  out.client_cert_pem = CertPem(client.get());
+  out.client_key_pem = KeyPem(client_key.get());
+  return true;
+}
+
+std::string FixtureNode(std::string_view name) {
+  const json& request = FixtureRequest();
+  if (!request.is_object() || !request.contains("Nodes")) {
+    return std::string();
+  }
+  json node = request["Nodes"]["items"][0];
+  json& meta = node["metadata"];
+  meta.erase("managedFields");
+  meta.erase("resourceVersion");
+  meta["name"] = name;
+  meta["uid"] = NewUid();
+  meta["labels"]["kubernetes.io/hostname"] = name;
+  return node.dump();
+}
+
+std::string FixturePod(std::string_view pod_namespace, std::string_view name,
+                       std::string_view node_name) {
+  const json& request = FixtureRequest();
+  if (!request.is_object() || !request.contains("Pod")) {
+    return std::string();
+  }
+  json pod = request["Pod"];
+  json& meta = pod["metadata"];
+  meta.erase("managedFields");
+  meta.erase("resourceVersion");
+  meta["name"] = name;
+  meta["namespace"] = pod_namespace;
+  meta["uid"] = NewUid();
+  if (!node_name.empty()) {
+    pod["spec"]["nodeName"] = node_name;
+    pod["status"]["phase"] = "Running";
+  }
+  return pod.dump();
+}
+
+std::string FakeApiServer::StatusJson(int code, std::string_view reason,
+                                      std::string_view message) {
+  json status = {{"kind", "Status"},
+                 {"apiVersion", "v1"},
+                 {"metadata", json::object()},
+                 {"status", code >= 200 && code < 300 ? "Success" : "Failure"}};
+  if (!message.empty()) {
+    status["message"] = message;
+  }
+  if (!reason.empty()) {
+    status["reason"] = reason;
+  }
+  status["code"] = code;
+  return status.dump();
+}
+
+// ---------------------------------------------------------------------------
+
+struct FakeApiServer::Impl {
+  // One open watch stream. Guarded by Impl::mu.
+  struct Watch {
+    FakeResource resource = FakeResource::kNodes;
+    bool bookmarks = false;
+    std::vector<FieldTerm> fields;
+    std::deque<std::string> pending;  // bytes to send, one chunk each
+    bool drop = false;
+    std::string drop_with;  // sent before dropping
+    bool end = false;
+    Clock::time_point deadline = Clock::time_point::max();
+  };
+  struct HistoryEntry {
+    FakeResource resource;
+    uint64_t rv;
+    std::string type;
+    json object;  // with kind
+  };
+  struct Scripted {
+    std::string method;
+    std::string prefix;
+    int status;
+    std::string body;
+  };
+
+  explicit Impl(FakeApiServerOptions o) : options(std::move(o)), token(options.token) {}
+
+  void Configure();
+  bool Authorized(const httplib::Request& req) const;
+  void Record(const httplib::Request& req, int status);
+  void Reply(httplib::Response& res, int status, const std::string& body) {
+    res.status = status;
+    res.set_content(body, "application/json");
+  }
+  void HandleGet(const httplib::Request& req, httplib::Response& res);
+  void HandlePost(const httplib::Request& req, httplib::Response& res);
+  void HandleList(FakeResource r, const httplib::Request& req, httplib::Response& res);
+  void HandleWatch(FakeResource r, const httplib::Request& req, httplib::Response& res);
+  void HandleBind(const std::string& ns, const std::string& name, const httplib::Request& req,
+                  httplib::Response& res);
+  bool TakeScripted(const httplib::Request& req, Scripted& out);
+  // Sends `bytes` to every matching watch. Caller holds mu.
+  void BroadcastLocked(FakeResource r, const std::string& type, const json& object);
+  std::string ApplyLocked(FakeResource r, json obj);
+  // Waits until `until` or Stop(). Caller holds `lock`.
+  void SleepLocked(std::unique_lock<std::mutex>& lock, Clock::time_point until) {
+    cv.wait_until(lock, until, [&] { return stopping; });
+  }
+
+  const FakeApiServerOptions options;
+  TestPki pki;
+  std::string dir;
+  std::string error;
+  std::unique_ptr<httplib::Server> server;
+  std::thread thread;
+  int port = 0;
+
+  mutable std::mutex mu;
+  mutable std::condition_variable cv;
+  bool stopping = false;
+  bool started = false;
+  std::string token;
+  uint64_t rv = 1000;
+  uint64_t compacted_rv = 0;
+  uint64_t continue_generation = 0;
+  std::map<std::string, json> objects[2];  // by FakeResource, sorted by key
+  std::deque<HistoryEntry> history;
+  std::vector<std::shared_ptr<Watch>> watches;
+  size_t watch_requests[2] = {0, 0};
+  bool bind_scripted = false;
+  int bind_status = 0;
+  std::string bind_body;
+  std::chrono::milliseconds bind_delay{0};
+  std::deque<Scripted> scripted;
+  std::vector<RecordedRequest> requests;
+  std::vector<RecordedBinding> bindings;
+};
+
+namespace {
+constexpr size_t kMaxHistory = 100000;
+constexpr size_t kMaxRecords = 100000;
+}  // namespace
+
+bool FakeApiServer::Impl::Authorized(const httplib::Request& req) const {
+  std::lock_guard<std::mutex> lock(mu);
+  if (token.empty()) {
+    return true;
+  }
+  return req.get_header_value("Authorization") == "Bearer " + token;
+}
+
+void FakeApiServer::Impl::Record(const httplib::Request& req, int status) {
+  RecordedRequest r;
+  r.method = req.method;
+  r.target = req.target;
+  r.authorization = req.get_header_value("Authorization");
+  r.user_agent = req.get_header_value("User-Agent");
+  r.content_type = req.get_header_value("Content-Type");
+  r.body = req.body;
+  r.status = status;
+  r.received = Clock::now();
+  std::lock_guard<std::mutex> lock(mu);
+  if (requests.size() < kMaxRecords) {
+    requests.push_back(std::move(r));
+  }
+}
+
+bool FakeApiServer::Impl::TakeScripted(const httplib::Request& req, Scripted& out) {
+  std::lock_guard<std::mutex> lock(mu);
+  for (auto it = scripted.begin(); it != scripted.end(); ++it) {
+    if (it->method == req.method && req.target.rfind(it->prefix, 0) == 0) {
+      out = std::move(*it);
+      scripted.erase(it);
+      return true;
+    }
+  }
+  return false;
+}
+
+void FakeApiServer::Impl::BroadcastLocked(FakeResource r, const std::string& type,
+                                          const json& object) {
+  std::string line;
+  for (const auto& w : watches) {
+    if (w->resource != r || w->end || w->drop || !MatchesFields(object, w->fields)) {
+      continue;
+    }
+    if (line.empty()) {
+      line = EventLine(type, object);
+    }
+    w->pending.push_back(line);
+  }
+  cv.notify_all();
+}
+
+std::string FakeApiServer::Impl::ApplyLocked(FakeResource r, json obj) {
+  const std::string key = KeyOf(r, obj);
+  auto& store = objects[static_cast<int>(r)];
+  const bool exists = store.count(key) != 0;
+  obj = WithoutKind(obj);
+  if (r == FakeResource::kPods && StringAt(obj, {"metadata", "namespace"}).empty()) {
+    obj["metadata"]["namespace"] = "default";
+  }
+  ++rv;
+  obj["metadata"]["resourceVersion"] = std::to_string(rv);
+  store[key] = obj;
+  const std::string type = exists ? "MODIFIED" : "ADDED";
+  json event_object = WithKind(r, obj);
+  history.push_back({r, rv, type, event_object});
+  if (history.size() > kMaxHistory) {
+    compacted_rv = history.front().rv;
+    history.pop_front();
+  }
+  BroadcastLocked(r, type, event_object);
+  return std::to_string(rv);
+}
+
+void FakeApiServer::Impl::Configure() {
+  server->set_tcp_nodelay(true);
+  const size_t threads = options.threads;
+  server->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // Bounds how long Stop() can wait for an idle keep-alive connection.
+  server->set_keep_alive_timeout(3);
+  server->set_keep_alive_max_count(100000);
+  server->set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
+    // The library would gzip JSON replies and buffer watch streams in its
+    // compressor; the real API server streams watches uncompressed.
+    const_cast<httplib::Request&>(req).headers.erase("Accept-Encoding");
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  server->Get(".*", [this](const httplib::Request& req, httplib::Response& res) {
+    HandleGet(req, res);
+  });
+  server->Post(".*", [this](const httplib::Request& req, httplib::Response& res) {
+    HandlePost(req, res);
+  });
+  server->set_exception_handler(
+      [this](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unknown";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        Reply(res, 500, StatusJson(500, "InternalError", "fake: " + what));
+      });
+}
+
+void FakeApiServer::Impl::HandleGet(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorized(req)) {
+    Reply(res, 401, StatusJson(401, "Unauthorized", "Unauthorized"));
+    Record(req, 401);
+    return;
+  }
+  Scripted s;
+  if (TakeScripted(req, s)) {
+    Reply(res, s.status, s.body);
+    Record(req, s.status);
+    return;
+  }
+  const std::string& path = req.path;
+  if (path == "/api/v1/nodes" || path == "/api/v1/pods") {
+    const FakeResource r = path == "/api/v1/nodes" ? FakeResource::kNodes : FakeResource::kPods;
+    if (IsWatchParam(req)) {
+      HandleWatch(r, req, res);
+    } else {
+      HandleList(r, req, res);
+    }
+    Record(req, res.status);
+    return;
+  }
+  // /api/v1/namespaces/{ns}/pods/{name}
+  static const std::string kPrefix = "/api/v1/namespaces/";
+  if (path.rfind(kPrefix, 0) == 0) {
+    const std::string rest = path.substr(kPrefix.size());
+    const size_t slash = rest.find("/pods/");
+    if (slash != std::string::npos && rest.find('/', slash + 6) == std::string::npos) {
+      const std::string ns = rest.substr(0, slash);
+      const std::string name = rest.substr(slash + 6);
+      std::unique_lock<std::mutex> lock(mu);
+      auto& pods = objects[static_cast<int>(FakeResource::kPods)];
+      auto it = pods.find(ns + "/" + name);
+      if (it == pods.end()) {
+        lock.unlock();
+        Reply(res, 404, StatusJson(404, "NotFound", "pods \"" + name + "\" not found"));
+      } else {
+        const std::string body = WithKind(FakeResource::kPods, it->second).dump();
+        lock.unlock();
+        Reply(res, 200, body);
+      }
+      Record(req, res.status);
+      return;
+    }
+  }
+  Reply(res, 404, StatusJson(404, "NotFound", "the server could not find the requested resource"));
+  Record(req, 404);
+}
+
+void FakeApiServer::Impl::HandleList(FakeResource r, const httplib::Request& req,
+                                     httplib::Response& res) {
+  std::vector<FieldTerm> fields;
+  if (!ParseFieldSelector(req.get_param_value("fieldSelector"), fields)) {
+    Reply(res, 400, StatusJson(400, "BadRequest", "fake: unsupported fieldSelector"));
+    return;
+  }
+  size_t limit = 0;
+  if (req.has_param("limit")) {
+    limit = static_cast<size_t>(std::strtoull(req.get_param_value("limit").c_str(), nullptr, 10));
+  }
+  std::unique_lock<std::mutex> lock(mu);
+  uint64_t list_rv = rv;
+  std::string after;
+  bool has_after = false;
+  if (req.has_param("continue") && !req.get_param_value("continue").empty()) {
+    // Token: base64url("<rv>:<generation>:<last key>"), as opaque to clients
+    // as the real server's base64url JSON.
+    std::string decoded;
+    unsigned long long token_rv = 0;
+    unsigned long long token_gen = 0;
+    int consumed = 0;
+    if (!Base64UrlDecode(req.get_param_value("continue"), decoded) ||
+        std::sscanf(decoded.c_str(), "%llu:%llu:%n", &token_rv, &token_gen, &consumed) != 2 ||
+        consumed == 0) {
+      lock.unlock();
+      Reply(res, 400, StatusJson(400, "BadRequest", "continue key is not valid"));
+      return;
+    }
+    if (token_gen != continue_generation || token_rv < compacted_rv) {
+      lock.unlock();
+      Reply(res, 410,
+            StatusJson(410, "Expired",
+                       "The provided continue parameter is too old to display a consistent list "
+                       "result. You can start a new list without the continue parameter."));
+      return;
+    }
+    list_rv = token_rv;
+    after = decoded.substr(static_cast<size_t>(consumed));
+    has_after = true;
+  }
+  const auto& store = objects[static_cast<int>(r)];
+  json items = json::array();
+  std::string last_key;
+  bool more = false;
+  size_t remaining = 0;
+  for (auto it = has_after ? store.upper_bound(after) : store.begin(); it != store.end(); ++it) {
+    if (!MatchesFields(it->second, fields)) {
+      continue;
+    }
+    if (limit > 0 && items.size() == limit) {
+      more = true;
+      ++remaining;
+      continue;
+    }
+    items.push_back(it->second);
+    last_key = it->first;
+  }
+  json list = json::object();
+  list["kind"] = r == FakeResource::kNodes ? "NodeList" : "PodList";
+  list["apiVersion"] = "v1";
+  list["metadata"] = {{"resourceVersion", std::to_string(list_rv)}};
+  if (more) {
+    list["metadata"]["continue"] = Base64UrlEncode(std::to_string(list_rv) + ":" +
+                                                   std::to_string(continue_generation) + ":" +
+                                                   last_key);
+    list["metadata"]["remainingItemCount"] = remaining;
+  }
+  list["items"] = std::move(items);
+  lock.unlock();
+  Reply(res, 200, list.dump());
+}
+
+void FakeApiServer::Impl::HandleWatch(FakeResource r, const httplib::Request& req,
+                                      httplib::Response& res) {
+  auto w = std::make_shared<Watch>();
+  w->resource = r;
+  w->bookmarks = req.get_param_value("allowWatchBookmarks") == "true";
+  if (!ParseFieldSelector(req.get_param_value("fieldSelector"), w->fields)) {
+    Reply(res, 400, StatusJson(400, "BadRequest", "fake: unsupported fieldSelector"));
+    return;
+  }
+  if (req.has_param("timeoutSeconds")) {
+    const long long seconds = std::strtoll(req.get_param_value("timeoutSeconds").c_str(), nullptr, 10);
+    if (seconds > 0) {
+      w->deadline = Clock::now() + std::chrono::seconds(seconds);
+    }
+  }
+  const std::string rv_param = req.get_param_value("resourceVersion");
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ++watch_requests[static_cast<int>(r)];
+    if (rv_param.empty() || rv_param == "0") {
+      // "Start at most recent" / "any": synthetic ADDED for what exists.
+      for (const auto& [key, obj] : objects[static_cast<int>(r)]) {
+        if (MatchesFields(obj, w->fields)) {
+          w->pending.push_back(EventLine("ADDED", WithKind(r, obj)));
+        }
+      }
+    } else {
+      const uint64_t from = std::strtoull(rv_param.c_str(), nullptr, 10);
+      if (from < compacted_rv) {
+        json status = json::parse(StatusJson(
+            410, "Expired",
+            "too old resource version: " + rv_param + " (" + std::to_string(compacted_rv) + ")"));
+        w->pending.push_back(EventLine("ERROR", status));
+        w->end = true;
+      } else {
+        for (const HistoryEntry& e : history) {
+          if (e.resource == r && e.rv > from && MatchesFields(e.object, w->fields)) {
+            w->pending.push_back(EventLine(e.type, e.object));
+          }
+        }
+      }
+    }
+    watches.push_back(w);
+    cv.notify_all();
+  }
+  res.status = 200;
+  res.set_chunked_content_provider(
+      "application/json",
+      [this, w](size_t, httplib::DataSink& sink) -> bool {
+        std::unique_lock<std::mutex> lock(mu);
+        for (;;) {
+          if (stopping) {
+            return false;
+          }
+          if (!w->pending.empty()) {
+            std::deque<std::string> out;
+            out.swap(w->pending);
+            lock.unlock();
+            for (const std::string& chunk : out) {
+              if (!sink.write(chunk.data(), chunk.size())) {
+                return false;
+              }
+            }
+            return true;
+          }
+          if (w->drop) {
+            const std::string partial = w->drop_with;
+            lock.unlock();
+            if (!partial.empty()) {
+              sink.write(partial.data(), partial.size());
+            }
+            return false;  // the library closes without the last chunk
+          }
+          if (w->end || Clock::now() >= w->deadline) {
+            w->end = true;
+            lock.unlock();
+            sink.done();
+            return true;
+          }
+          cv.wait_until(lock, std::min(w->deadline, Clock::now() + std::chrono::milliseconds(200)));
+        }
+      },
+      [this, w](bool) {
+        std::lock_guard<std::mutex> lock(mu);
+        watches.erase(std::remove(watches.begin(), watches.end(), w), watches.end());
+        cv.notify_all();
+      });
+}
+
+void FakeApiServer::Impl::HandlePost(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorized(req)) {
+    Reply(res, 401, StatusJson(401, "Unauthorized", "Unauthorized"));
+    Record(req, 401);
+    return;
+  }
+  static const std::string kPrefix = "/api/v1/namespaces/";
+  const std::string& path = req.path;
+  if (path.rfind(kPrefix, 0) == 0) {
+    const std::string rest = path.substr(kPrefix.size());
+    const size_t pods = rest.find("/pods/");
+    const std::string kSuffix = "/binding";
+    if (pods != std::string::npos && rest.size() > kSuffix.size() &&
+        rest.compare(rest.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0) {
+      const std::string ns = rest.substr(0, pods);
+      const std::string name =
+          rest.substr(pods + 6, rest.size() - kSuffix.size() - (pods + 6));
+      if (!name.empty() && name.find('/') == std::string::npos) {
+        HandleBind(ns, name, req, res);
+        Record(req, res.status);
+        return;
+      }
+    }
+  }
+  Scripted s;
+  if (TakeScripted(req, s)) {
+    Reply(res, s.status, s.body);
+  } else {
+    Reply(res, 404,
+          StatusJson(404, "NotFound", "the server could not find the requested resource"));
+  }
+  Record(req, res.status);
+}
+
+void FakeApiServer::Impl::HandleBind(const std::string& ns, const std::string& name,
+                                     const httplib::Request& req, httplib::Response& res) {
+  auto record = [&](int status) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (bindings.size() < kMaxRecords) {
+      bindings.push_back({ns, name, req.body, status});
+    }
+  };
+  Scripted s;
+  if (TakeScripted(req, s)) {
+    Reply(res, s.status, s.body);
+    record(s.status);
+    return;
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    if (bind_scripted) {
+      const int status = bind_status;
+      const std::string body = bind_body;
+      SleepLocked(lock, Clock::now() + bind_delay);
+      if (stopping) {
+        return;  // the reply will not be written anyway
+      }
+      lock.unlock();
+      Reply(res, status, body);
+      record(status);
+      return;
+    }
+  }
+  // Default: the API server's pods/binding semantics (BindingREST.Create).
+  const json binding = json::parse(req.body, nullptr, false);
+  if (!binding.is_object()) {
+    Reply(res, 400, StatusJson(400, "BadRequest", "the body is not a JSON object"));
+    record(400);
+    return;
+  }
+  if (StringAt(binding, {"metadata", "name"}) != name) {
+    Reply(res, 400,
+          StatusJson(400, "BadRequest", "name in URL does not match name in Binding object"));
+    record(400);
+    return;
+  }
+  const std::string target_kind = StringAt(binding, {"target", "kind"});
+  const std::string node = StringAt(binding, {"target", "name"});
+  if ((!target_kind.empty() && target_kind != "Node") || node.empty()) {
+    Reply(res, 422,
+          StatusJson(422, "Invalid", "Binding \"" + name + "\" is invalid: target: invalid"));
+    record(422);
+    return;
+  }
+  std::unique_lock<std::mutex> lock(mu);
+  auto& pods = objects[static_cast<int>(FakeResource::kPods)];
+  auto it = pods.find(ns + "/" + name);
+  int status = 201;
+  std::string body;
+  const std::string conflict = "Operation cannot be fulfilled on pods/binding \"" + name + "\": ";
+  if (it == pods.end()) {
+    status = 404;
+    body = StatusJson(404, "NotFound", "pods \"" + name + "\" not found");
+  } else {
+    const json& pod = it->second;
+    const std::string uid = StringAt(binding, {"metadata", "uid"});
+    const std::string pod_uid = StringAt(pod, {"metadata", "uid"});
+    const std::string assigned = StringAt(pod, {"spec", "nodeName"});
+    if (!uid.empty() && uid != pod_uid) {
+      status = 409;
+      body = StatusJson(409, "Conflict",
+                        conflict + "Precondition failed: UID in precondition: " + uid +
+                            ", UID in object meta: " + pod_uid);
+    } else if (!StringAt(pod, {"metadata", "deletionTimestamp"}).empty()) {
+      status = 409;
+      body = StatusJson(409, "Conflict",
+                        conflict + "pod " + name + " is being deleted, cannot be assigned to a host");
+    } else if (!assigned.empty()) {
+      status = 409;
+      body = StatusJson(409, "Conflict",
+                        conflict + "pod " + name + " is already assigned to node \"" + assigned +
+                            "\"");
+    } else {
+      json updated = pod;
+      updated["spec"]["nodeName"] = node;
+      if (binding.contains("metadata") && binding["metadata"].contains("annotations") &&
+          binding["metadata"]["annotations"].is_object()) {
+        for (const auto& [k, v] : binding["metadata"]["annotations"].items()) {
+          updated["metadata"]["annotations"][k] = v;
+        }
+      }
+      json& conditions = updated["status"]["conditions"];
+      if (!conditions.is_array()) {
+        conditions = json::array();
+      }
+      conditions.push_back({{"type", "PodScheduled"}, {"status", "True"}});
+      ApplyLocked(FakeResource::kPods, std::move(updated));
+      body = StatusJson(201, "", "");
+    }
+  }
+  lock.unlock();
+  Reply(res, status, body);
+  record(status);
+}
+
+// ---------------------------------------------------------------------------
+
+FakeApiServer::FakeApiServer(FakeApiServerOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+FakeApiServer::~FakeApiServer() {
+  Stop();
+  if (!impl_->dir.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(impl_->dir, ec);
+  }
+}
+
+bool FakeApiServer::Start() {
+  Impl& m = *impl_;
+  if (m.started) {
+    m.error = "already started";
+    return false;
+  }
+  if (!GenerateTestPki(m.pki, m.error)) {
+    return false;
+  }
+  std::string tmpl = (std::filesystem::temp_directory_path() / "fake-apiserver-XXXXXX").string();
+  if (mkdtemp(tmpl.data()) == nullptr) {
+    m.error = "mkdtemp failed";
+    return false;
+  }
+  m.dir = tmpl;
+  auto write = [&](const char* file, const std::string& text) {
+    std::ofstream out(m.dir + "/" + file, std::ios::binary);
+    out << text;
+    return static_cast<bool>(out);
+  };
+  if (!write("ca.crt", m.pki.ca_cert_pem) || !write("client.crt", m.pki.client_cert_pem) ||
+      !write("client.key", m.pki.client_key_pem) || !write("server.crt", m.pki.server_cert_pem) ||
+      !write("server.key", m.pki.server_key_pem)) {
+    m.error = "cannot write the PKI files under " + m.dir;
+    return false;
+  }
+  if (m.options.tls) {
+    const TestPki pki = m.pki;
+    const bool mtls = m.options.require_client_cert;
+    auto ssl = std::make_unique<httplib::SSLServer>([pki, mtls](SSL_CTX& ctx) {
+      X509Ptr cert = CertFromPem(pki.server_cert_pem);
+      PkeyPtr key = KeyFromPem(pki.server_key_pem);
+      if (!cert || !key || SSL_CTX_use_certificate(&ctx, cert.get()) != 1 ||
+          SSL_CTX_use_PrivateKey(&ctx, key.get()) != 1) {
+        return false;
+      }
+      if (mtls) {
+        X509Ptr ca = CertFromPem(pki.ca_cert_pem);
+        X509_STORE* store = X509_STORE_new();
+        if (!ca || store == nullptr || X509_STORE_add_cert(store, ca.get()) != 1) {
+          X509_STORE_free(store);
+          return false;
+        }
+        SSL_CTX_set_cert_store(&ctx, store);  // takes ownership
+        SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+      }
+      return true;
+    });
+    if (!ssl->is_valid()) {
+      m.error = OpenSslError("configure the TLS server");
+      return false;
+    }
+    m.server = std::move(ssl);
+  } else {
+    m.server = std::make_unique<httplib::Server>();
+  }
+  m.Configure();
+  m.port = m.server->bind_to_any_port("127.0.0.1");
+  if (m.port <= 0) {
+    m.error = "cannot bind 127.0.0.1:0";
+    return false;
+  }
+  m.thread = std::thread([&m] { m.server->listen_after_bind(); });
+  // stop() only acts once the accept loop runs; wait for it (bounded).
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (!m.server->is_running() && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  m.started = true;
+  if (!m.server->is_running()) {
+    m.error = "the server did not start";
+    return false;
+  }
+  return true;
+}
+
+void FakeApiServer::Stop() {
+  Impl& m = *impl_;
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    m.stopping = true;
+    m.cv.notify_all();
+  }
+  if (m.server) {
+    m.server->stop();
+  }
+  if (m.thread.joinable()) {
+    m.thread.join();
+  }
+}
+
+const std::string& FakeApiServer::error() const { return impl_->error; }
+int FakeApiServer::port() const { return impl_->port; }
+std::string FakeApiServer::url() const {
+  return std::string(impl_->options.tls ? "https" : "http") + "://127.0.0.1:" +
+         std::to_string(impl_->port);
+}
+const TestPki& FakeApiServer::pki() const { return impl_->pki; }
+const std::string& FakeApiServer::ca_pem() const { return impl_->pki.ca_cert_pem; }
+const std::string& FakeApiServer::dir() const { return impl_->dir; }
+std::string FakeApiServer::ca_file() const { return impl_->dir + "/ca.crt"; }
+std::string FakeApiServer::client_cert_file() const { return impl_->dir + "/client.crt"; }
+std::string FakeApiServer::client_key_file() const { return impl_->dir + "/client.key"; }
+
+void FakeApiServer::SetToken(std::string token) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->token = std::move(token);
+}
+
+std::string FakeApiServer::token() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->token;
+}
+
+std::string FakeApiServer::Apply(FakeResource resource, std::string_view object_json) {
+  json obj = json::parse(object_json, nullptr, false);
+  if (!obj.is_object() || StringAt(obj, {"metadata", "name"}).empty()) {
+    return std::string();
+  }
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->ApplyLocked(resource, std::move(obj));
+}
+
+std::string FakeApiServer::Delete(FakeResource resource, std::string_view pod_namespace,
+                                  std::string_view name) {
+  Impl& m = *impl_;
+  std::string key(name);
+  if (resource == FakeResource::kPods) {
+    key = std::string(pod_namespace.empty() ? "default" : pod_namespace) + "/" + key;
+  }
+  std::lock_guard<std::mutex> lock(m.mu);
+  auto& store = m.objects[static_cast<int>(resource)];
+  auto it = store.find(key);
+  if (it == store.end()) {
+    return std::string();
+  }
+  json obj = std::move(it->second);
+  store.erase(it);
+  ++m.rv;
+  obj["metadata"]["resourceVersion"] = std::to_string(m.rv);
+  json event_object = WithKind(resource, obj);
+  m.history.push_back({resource, m.rv, "DELETED", event_object});
+  if (m.history.size() > kMaxHistory) {
+    m.compacted_rv = m.history.front().rv;
+    m.history.pop_front();
+  }
+  m.BroadcastLocked(resource, "DELETED", event_object);
+  return std::to_string(m.rv);
+}
+
+std::string FakeApiServer::Get(FakeResource resource, std::string_view pod_namespace,
+                               std::string_view name) const {
+  std::string key(name);
+  if (resource == FakeResource::kPods) {
+    key = std::string(pod_namespace.empty() ? "default" : pod_namespace) + "/" + key;
+  }
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  const auto& store = impl_->objects[static_cast<int>(resource)];
+  auto it = store.find(key);
+  return it == store.end() ? std::string() : WithKind(resource, it->second).dump();
+}
+
+size_t FakeApiServer::ObjectCount(FakeResource resource) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->objects[static_cast<int>(resource)].size();
+}
+
+std::string FakeApiServer::resource_version() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return std::to_string(impl_->rv);
+}
+
+void FakeApiServer::PushWatchEvent(FakeResource resource, std::string_view type,
+                                   std::string_view object_json) {
+  std::string line = "{\"type\":";
+  line += json(std::string(type)).dump();
+  line += ",\"object\":";
+  line += object_json;
+  line += "}\n";
+  PushWatchBytes(resource, std::move(line));
+}
+
+void FakeApiServer::PushWatchBytes(FakeResource resource, std::string bytes) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  for (const auto& w : impl_->watches) {
+    if (w->resource == resource && !w->end && !w->drop) {
+      w->pending.push_back(bytes);
+    }
+  }
+  impl_->cv.notify_all();
+}
+
+void FakeApiServer::PushBookmark(FakeResource resource) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  json object = {{"kind", KindOf(resource)},
+                 {"apiVersion", "v1"},
+                 {"metadata", {{"resourceVersion", std::to_string(impl_->rv)}}}};
+  const std::string line = EventLine("BOOKMARK", object);
+  for (const auto& w : impl_->watches) {
+    if (w->resource == resource && w->bookmarks && !w->end && !w->drop) {
+      w->pending.push_back(line);
+    }
+  }
+  impl_->cv.notify_all();
+}
+
+void FakeApiServer::PushGone(FakeResource resource) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  json status = json::parse(StatusJson(410, "Expired", "too old resource version"));
+  const std::string line = EventLine("ERROR", status);
+  for (const auto& w : impl_->watches) {
+    if (w->resource == resource && !w->end && !w->drop) {
+      w->pending.push_back(line);
+      w->end = true;
+    }
+  }
+  impl_->cv.notify_all();
+}
+
+void FakeApiServer::DropWatches(bool mid_event) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  for (const auto& w : impl_->watches) {
+    w->drop = true;
+    if (mid_event) {
+      w->drop_with = "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"";
+    }
+  }
+  impl_->cv.notify_all();
+}
+
+void FakeApiServer::EndWatches() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  for (const auto& w : impl_->watches) {
+    w->end = true;
+  }
+  impl_->cv.notify_all();
+}
+
+void FakeApiServer::Compact() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->history.clear();
+  impl_->compacted_rv = impl_->rv;
+}
+
+void FakeApiServer::ExpireContinueTokens() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  ++impl_->continue_generation;
+}
+
+size_t FakeApiServer::watch_count(FakeResource resource) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return static_cast<size_t>(std::count_if(
+      impl_->watches.begin(), impl_->watches.end(),
+      [&](const auto& w) { return w->resource == resource && !w->end && !w->drop; }));
+}
+
+bool FakeApiServer::WaitForWatches(FakeResource resource, size_t n,
+                                   std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  return impl_->cv.wait_for(lock, timeout, [&] {
+    return static_cast<size_t>(std::count_if(impl_->watches.begin(), impl_->watches.end(),
+                                             [&](const auto& w) {
+                                               return w->resource == resource && !w->end &&
+                                                      !w->drop;
+                                             })) >= n;
+  });
+}
+
+bool FakeApiServer::WaitForWatchRequests(FakeResource resource, size_t n,
+                                         std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  return impl_->cv.wait_for(
+      lock, timeout, [&] { return impl_->watch_requests[static_cast<int>(resource)] >= n; });
+}
+
+void FakeApiServer::SetBindResponse(int status, std::string body,
+                                    std::chrono::milliseconds delay) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->bind_scripted = true;
+  impl_->bind_status = status;
+  impl_->bind_body = std::move(body);
+  impl_->bind_delay = delay;
+}
+
+void FakeApiServer::ClearBindResponse() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->bind_scripted = false;
+}
+
+void FakeApiServer::QueueResponse(std::string method, std::string target_prefix, int status,
+                                  std::string body) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->scripted.push_back({std::move(method), std::move(target_prefix), status, std::move(body)});
+}
+
+std::vector<RecordedRequest> FakeApiServer::requests() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->requests;
+}
+
+std::vector<RecordedBinding> FakeApiServer::bindings() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->bindings;
+}
+
+void FakeApiServer::ClearRecords() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->requests.clear();
+  impl_->bindings.clear();
+}
+
+}  // namespace schedext::testing
