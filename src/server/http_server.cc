@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <netinet/in.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -183,8 +184,12 @@ int ShutDownIdleConnections(int port) {
     }
     sockaddr_storage peer{};
     socklen_t len = sizeof(peer);
+    // Bytes waiting to be read are a request arriving: leave that connection
+    // to finish it (the library closes it after the reply, being stopped).
+    int pending = 0;
     if (LocalPort(static_cast<int>(fd)) == port &&
         getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&peer), &len) == 0 &&
+        ioctl(static_cast<int>(fd), FIONREAD, &pending) == 0 && pending == 0 &&
         shutdown(static_cast<int>(fd), SHUT_RD) == 0) {
       ++closed;
     }
@@ -225,6 +230,14 @@ struct HttpServer::Impl {
   int port = 0;
   // Worker threads with a request between headers and written reply.
   std::atomic<int> requests_in_flight{0};
+  void MarkInFlight() {
+    // A reply whose write failed never reached the logger; this thread's count
+    // is still held, so it is not taken twice.
+    if (!t_in_request) {
+      t_in_request = true;
+      requests_in_flight.fetch_add(1);
+    }
+  }
 
   // Stop() may come before Serve() has started, or before the library's accept
   // loop runs, when its stop() does nothing: both are handled through these.
@@ -259,13 +272,14 @@ void HttpServer::Impl::Configure() {
       requests_in_flight.fetch_sub(1);
     }
   });
+  // A request is in flight from its headers on: the library answers
+  // `Expect: 100-continue` before the pre-routing handler runs, so both mark it.
+  server.set_expect_100_continue_handler([this](const httplib::Request&, httplib::Response&) {
+    MarkInFlight();
+    return 100;
+  });
   server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    // A reply whose write failed never reached the logger; this thread's count
-    // is still held, so it is not taken twice.
-    if (!t_in_request) {
-      t_in_request = true;
-      requests_in_flight.fetch_add(1);
-    }
+    MarkInFlight();
     DisableCompression(req);
     if (HasBodyMethod(req.method)) {
       return httplib::Server::HandlerResponse::Unhandled;
