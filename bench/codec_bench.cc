@@ -1,0 +1,116 @@
+// Codec micro-benchmarks: decode (with simdjson's DOM parse of the same body as
+// the raw-parse reference), and the three reply encoders, at every size and
+// node mode. Names: <what>/<mode>/<nodes>, so `--benchmark_filter=/100$` runs
+// the smallest size (what CTest does). Timings are never asserted.
+#include <benchmark/benchmark.h>
+#include <simdjson.h>
+
+#include <string>
+
+#include "gen/payload_gen.h"
+#include "schedext/wire/decoder.h"
+#include "schedext/wire/encoder.h"
+#include "support/bench_support.h"
+
+namespace schedext::bench {
+namespace {
+
+const char* ModeName(Mode m) { return m == Mode::kFull ? "full" : "names"; }
+
+void Fail(benchmark::State& state, const Status& s) {
+  state.SkipWithError(s.message().c_str());
+}
+
+// RequestDecoder::DecodeExtenderArgs, in place from the padded buffer, with one
+// reused decoder and view as a server worker has.
+void Decode(benchmark::State& state, size_t n, Mode mode) {
+  const wire::RequestBuffer& body = Payloads::Get().Body(n, mode, Verb::kFilter);
+  wire::RequestDecoder decoder;
+  wire::ExtenderArgsView args;
+  for (auto _ : state) {
+    Status s = decoder.DecodeExtenderArgs(body, args);
+    if (!s.ok()) {
+      Fail(state, s);
+      break;
+    }
+    benchmark::DoNotOptimize(args.node_names.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
+  state.counters["nodes"] = static_cast<double>(args.node_names.size());
+}
+
+// The reference: simdjson's full parse of the same bytes (stage 1 + tape), no
+// extraction at all, with a reused parser and no copy.
+void RawParse(benchmark::State& state, size_t n, Mode mode) {
+  const wire::RequestBuffer& body = Payloads::Get().Body(n, mode, Verb::kFilter);
+  simdjson::dom::parser parser;
+  for (auto _ : state) {
+    auto doc = parser.parse(reinterpret_cast<const uint8_t*>(body.data()), body.size(),
+                            /*realloc_if_needed=*/false);
+    if (doc.error()) {
+      state.SkipWithError(simdjson::error_message(doc.error()));
+      break;
+    }
+    benchmark::DoNotOptimize(doc.value_unsafe());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
+}
+
+// The filter reply: passing names (names mode) or the passing nodes' raw JSON
+// (full mode), with the rejected nodes and reasons.
+void EncodeFilter(benchmark::State& state, size_t n, Mode mode) {
+  const Prepared& p = Prepare(n, mode);
+  const wire::FilterResultView result = p.FilterResult();
+  std::string out;
+  for (auto _ : state) {
+    out.clear();
+    wire::AppendFilterResult(result, out);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * out.size()));
+  state.counters["reply_bytes"] = static_cast<double>(out.size());
+}
+
+// The prioritize reply: one {"Host","Score"} per node.
+void EncodePriorities(benchmark::State& state, size_t n) {
+  const Prepared& p = Prepare(n, Mode::kNames);
+  std::string out;
+  for (auto _ : state) {
+    out.clear();
+    wire::AppendHostPriorityList(p.host_scores, out);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * out.size()));
+  state.counters["reply_bytes"] = static_cast<double>(out.size());
+}
+
+void Register() {
+  for (size_t n : kSizes) {
+    for (Mode m : {Mode::kNames, Mode::kFull}) {
+      const std::string suffix = std::string("/") + ModeName(m) + "/" + std::to_string(n);
+      benchmark::RegisterBenchmark(("decode" + suffix).c_str(), Decode, n, m)
+          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark(("raw_parse" + suffix).c_str(), RawParse, n, m)
+          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark(("encode_filter" + suffix).c_str(), EncodeFilter, n, m)
+          ->Unit(benchmark::kMicrosecond);
+    }
+    benchmark::RegisterBenchmark(("encode_priorities/names/" + std::to_string(n)).c_str(),
+                                 EncodePriorities, n)
+        ->Unit(benchmark::kMicrosecond);
+  }
+}
+
+}  // namespace
+}  // namespace schedext::bench
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
+    return 1;
+  }
+  schedext::bench::Register();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

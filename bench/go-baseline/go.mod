@@ -1,0 +1,3 @@
+module schedext.example/go-baseline
+
+go 1.19
