@@ -1,1 +1,603 @@
-// placeholder: not yet written
+// ClusterCache: persistent tries under one mutex, published as snapshots.
+// See cache.h for the contract; kube-scheduler's pkg/scheduler/internal/cache
+// (AssumePod, FinishBinding, ForgetPod, AddPod confirming an assumed pod,
+// cleanupAssumedPods) is the model for the reservation state machine.
+#include "schedext/cluster/cache.h"
+
+#include <spdlog/spdlog.h>
+
+#include <optional>
+#include <string>
+#include <unordered_set>
+#include <utility>
+
+#include "cluster/persistent_map.h"
+
+namespace schedext::cluster {
+namespace internal {
+
+// Heterogeneous lookup by std::string_view (C++20, libstdc++ 12).
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+// Resource names of NodeUsage scalars must outlive the pods that brought them:
+// they are interned here, never removed (a cluster has a handful of them).
+// Mutated under the cache's mu_ only; snapshots read only the text of existing
+// elements, which never moves (node-based set).
+class Interner {
+ public:
+  std::string_view Intern(std::string_view text) {
+    auto it = strings_.find(text);
+    if (it == strings_.end()) {
+      it = strings_.emplace(text).first;
+    }
+    return *it;
+  }
+
+ private:
+  std::unordered_set<std::string, StringHash, std::equal_to<>> strings_;
+};
+
+struct NodeEntry {
+  NodeEntry() = default;
+  NodeEntry(const NodeEntry&) = delete;  // info.usage points at this->usage
+  NodeEntry& operator=(const NodeEntry&) = delete;
+
+  std::string name;
+  std::shared_ptr<const model::OwnedNode> node;  // null: only pods name it so far
+  model::NodeUsage usage;
+  model::NodeInfo info;  // node->info() with usage = &usage (when node is set)
+};
+struct NodeKeyOf {
+  std::string_view operator()(const NodeEntry& e) const { return e.name; }
+};
+
+struct PodEntry {
+  std::shared_ptr<const model::OwnedPod> pod;  // node_name: where it counts ("" pending)
+  bool assumed = false;
+};
+struct PodKeyOf {
+  std::string_view operator()(const PodEntry& e) const { return e.pod->uid(); }
+};
+
+using NodeMap = PersistentMap<NodeEntry, NodeKeyOf>;
+using PodMap = PersistentMap<PodEntry, PodKeyOf>;
+
+struct CacheState {
+  NodeMap nodes;
+  PodMap pods;
+  std::shared_ptr<const Interner> interner;  // keeps usage resource names alive
+};
+
+}  // namespace internal
+
+namespace {
+
+using internal::NodeEntry;
+using internal::PodEntry;
+using Clock = std::chrono::steady_clock;
+
+bool Counts(const PodEntry& entry) { return !entry.pod->info().node_name.empty(); }
+
+void RemoveZeroScalars(model::ResourceList& list) {
+  std::erase_if(list.scalars, [](const model::ScalarResource& s) { return s.amount == 0; });
+}
+
+std::string PodName(const AssumeRequest& request) {
+  return std::string(request.pod_namespace) + "/" + std::string(request.pod_name);
+}
+
+}  // namespace
+
+struct ClusterCache::Index {
+  internal::NodeMap nodes;
+  internal::PodMap pods;
+  std::shared_ptr<internal::Interner> interner = std::make_shared<internal::Interner>();
+
+  struct Assumption {
+    std::string node;
+    std::optional<Clock::time_point> deadline;  // nullopt: bind in flight, or no TTL
+    // The pending pod's entry before the reservation, restored by Forget /
+    // expiry (kept current when pending updates arrive meanwhile).
+    std::shared_ptr<const PodEntry> previous;
+  };
+  std::unordered_map<std::string, Assumption, internal::StringHash, std::equal_to<>> assumed;
+
+  size_t node_count = 0;  // entries with a node object
+  bool nodes_synced = false;
+  bool pods_synced = false;
+  uint64_t generation = 0;
+  size_t copied = 0;  // trie slots copied by the update in progress
+  size_t last_copied = 0;
+
+  // usage += sign × the pod's requests.
+  void AddUsage(model::NodeUsage& usage, const model::PodInfo& pod, int64_t sign) {
+    pod.requests.ForEach([&](std::string_view name, int64_t amount) {
+      usage.requested.Add(interner->Intern(name), sign * amount);
+    });
+    pod.scoring_requests.ForEach([&](std::string_view name, int64_t amount) {
+      usage.scoring_requested.Add(interner->Intern(name), sign * amount);
+    });
+    usage.pods += sign;
+    if (sign < 0) {
+      RemoveZeroScalars(usage.requested);
+      RemoveZeroScalars(usage.scoring_requested);
+    }
+  }
+
+  static std::shared_ptr<const NodeEntry> MakeNode(std::string_view name,
+                                                   std::shared_ptr<const model::OwnedNode> node,
+                                                   const model::NodeUsage& usage) {
+    auto entry = std::make_shared<NodeEntry>();
+    entry->name.assign(name);
+    entry->usage = usage;
+    if (node != nullptr) {
+      entry->info = node->info();
+      entry->info.usage = &entry->usage;
+    }
+    entry->node = std::move(node);
+    return entry;
+  }
+
+  // Adds sign × pod to the usage of `node_name` (creating a usage-only entry
+  // for a node not known yet, dropping it when its last pod leaves).
+  void ChangeUsage(std::string_view node_name, const model::PodInfo& pod, int64_t sign) {
+    const auto* current = nodes.Find(node_name);
+    model::NodeUsage usage = current != nullptr ? (*current)->usage : model::NodeUsage{};
+    std::shared_ptr<const model::OwnedNode> node = current != nullptr ? (*current)->node : nullptr;
+    AddUsage(usage, pod, sign);
+    if (node == nullptr && usage.pods <= 0) {
+      nodes = nodes.Erase(node_name, &copied);
+    } else {
+      nodes = nodes.Set(MakeNode(node_name, std::move(node), usage), &copied);
+    }
+  }
+
+  // Makes `next` (or nothing) the entry of `uid`, moving its usage.
+  void SetPod(const std::string& uid, std::shared_ptr<const PodEntry> next) {
+    const auto* found = pods.Find(uid);
+    const std::shared_ptr<const PodEntry> old = found != nullptr ? *found : nullptr;
+    if (old != nullptr && Counts(*old)) {
+      ChangeUsage(old->pod->info().node_name, old->pod->info(), -1);
+    }
+    if (next != nullptr && Counts(*next)) {
+      ChangeUsage(next->pod->info().node_name, next->pod->info(), +1);
+    }
+    pods = next != nullptr ? pods.Set(std::move(next), &copied) : pods.Erase(uid, &copied);
+  }
+
+  static std::shared_ptr<const PodEntry> Entry(std::shared_ptr<const model::OwnedPod> pod,
+                                               bool assumed) {
+    return std::make_shared<const PodEntry>(PodEntry{std::move(pod), assumed});
+  }
+
+  // Drops one reservation, restoring the pending pod it replaced.
+  void DropAssumption(const std::string& uid) {
+    auto it = assumed.find(uid);
+    if (it == assumed.end()) {
+      return;
+    }
+    std::shared_ptr<const PodEntry> previous = std::move(it->second.previous);
+    assumed.erase(it);
+    SetPod(uid, std::move(previous));
+  }
+
+  size_t Expire(Clock::time_point now) {
+    std::vector<std::string> expired;
+    for (const auto& [uid, assumption] : assumed) {
+      if (assumption.deadline.has_value() && *assumption.deadline <= now) {
+        expired.push_back(uid);
+      }
+    }
+    for (const std::string& uid : expired) {
+      spdlog::warn(
+          "cluster cache: reservation of pod {} on {} expired before the watch "
+          "confirmed it",
+          uid, assumed.find(uid)->second.node);
+      DropAssumption(uid);
+    }
+    return expired.size();
+  }
+
+  void UpsertPod(std::shared_ptr<const model::OwnedPod> pod) {
+    const std::string uid(pod->uid());
+    if (uid.empty()) {
+      return;  // not a real pod object
+    }
+    const bool bound = !pod->info().node_name.empty();
+    auto it = assumed.find(uid);
+    if (it != assumed.end()) {
+      if (pod->terminal() || bound) {
+        // Confirmed (on whichever node the API says) or finished: the API's
+        // object replaces the reservation, so it never counts twice.
+        assumed.erase(it);
+        SetPod(uid, pod->terminal() ? nullptr : Entry(std::move(pod), false));
+        return;
+      }
+      // Still pending: the watch lags the bind. Keep the reservation.
+      it->second.previous = Entry(std::move(pod), false);
+      return;
+    }
+    SetPod(uid, pod->terminal() ? nullptr : Entry(std::move(pod), false));
+  }
+
+  void DeletePod(const model::OwnedPod& pod) {
+    const std::string uid(pod.uid());
+    assumed.erase(uid);
+    SetPod(uid, nullptr);
+  }
+
+  void UpsertNode(std::shared_ptr<const model::OwnedNode> node) {
+    const std::string_view name = node->name();
+    const auto* current = nodes.Find(name);
+    if (current == nullptr || (*current)->node == nullptr) {
+      ++node_count;
+    }
+    const model::NodeUsage usage = current != nullptr ? (*current)->usage : model::NodeUsage{};
+    nodes = nodes.Set(MakeNode(name, std::move(node), usage), &copied);
+  }
+
+  void DeleteNode(std::string_view name) {
+    const auto* current = nodes.Find(name);
+    if (current == nullptr || (*current)->node == nullptr) {
+      return;
+    }
+    --node_count;
+    const std::shared_ptr<const NodeEntry> old = *current;
+    if (old->usage.pods > 0) {
+      // Its pods still count (kube-scheduler keeps such a NodeInfo too) until
+      // their own deletions arrive.
+      nodes = nodes.Set(MakeNode(old->name, nullptr, old->usage), &copied);
+    } else {
+      nodes = nodes.Erase(old->name, &copied);
+    }
+  }
+
+  void ReplaceNodes(std::vector<InformerObject>& objects) {
+    internal::NodeMap fresh;
+    size_t count = 0;
+    for (InformerObject& object : objects) {
+      if (object.node == nullptr) {
+        continue;
+      }
+      const std::string_view name = object.node->name();
+      const auto* current = nodes.Find(name);
+      const model::NodeUsage usage = current != nullptr ? (*current)->usage : model::NodeUsage{};
+      if (fresh.Find(name) == nullptr) {
+        ++count;
+      }
+      fresh = fresh.Set(MakeNode(name, std::move(object.node), usage));
+    }
+    // Nodes that disappeared keep only the usage of pods still naming them.
+    nodes.ForEach([&](const std::shared_ptr<const NodeEntry>& entry) {
+      if (fresh.Find(entry->name) == nullptr && entry->usage.pods > 0) {
+        fresh = fresh.Set(MakeNode(entry->name, nullptr, entry->usage));
+      }
+    });
+    nodes = std::move(fresh);
+    node_count = count;
+    nodes_synced = true;
+  }
+
+  void ReplacePods(std::vector<InformerObject>& objects) {
+    internal::PodMap fresh;
+    std::unordered_map<std::string, model::NodeUsage, internal::StringHash, std::equal_to<>> usage;
+    auto count = [&](const model::PodInfo& pod) {
+      auto it = usage.find(pod.node_name);
+      if (it == usage.end()) {
+        it = usage.emplace(std::string(pod.node_name), model::NodeUsage{}).first;
+      }
+      AddUsage(it->second, pod, +1);
+    };
+    for (InformerObject& object : objects) {
+      if (object.pod == nullptr || object.pod->uid().empty()) {
+        continue;
+      }
+      const std::string uid(object.pod->uid());
+      const bool bound = !object.pod->info().node_name.empty();
+      auto it = assumed.find(uid);
+      if (it != assumed.end()) {
+        if (!object.pod->terminal() && !bound) {
+          it->second.previous = Entry(std::move(object.pod), false);
+          continue;  // the reservation stands; added below
+        }
+        assumed.erase(it);  // confirmed or finished
+      }
+      if (object.pod->terminal()) {
+        continue;
+      }
+      if (bound) {
+        count(object.pod->info());
+      }
+      fresh = fresh.Set(Entry(std::move(object.pod), false));
+    }
+    for (const auto& [uid, assumption] : assumed) {
+      const auto* entry = pods.Find(uid);
+      if (entry != nullptr) {
+        count((*entry)->pod->info());
+        fresh = fresh.Set(*entry);
+      }
+    }
+    // Rebuild the node entries with the recomputed usage.
+    internal::NodeMap rebuilt;
+    nodes.ForEach([&](const std::shared_ptr<const NodeEntry>& entry) {
+      if (entry->node == nullptr) {
+        return;
+      }
+      auto it = usage.find(entry->name);
+      rebuilt = rebuilt.Set(
+          MakeNode(entry->name, entry->node, it != usage.end() ? it->second : model::NodeUsage{}));
+    });
+    for (const auto& [name, node_usage] : usage) {
+      if (rebuilt.Find(name) == nullptr) {
+        rebuilt = rebuilt.Set(MakeNode(name, nullptr, node_usage));
+      }
+    }
+    nodes = std::move(rebuilt);
+    pods = std::move(fresh);
+    pods_synced = true;
+  }
+};
+
+// ---- Snapshot ----
+
+Snapshot::~Snapshot() = default;
+
+const model::NodeInfo* Snapshot::FindNode(std::string_view name) const {
+  const auto* entry = state_->nodes.Find(name);
+  if (entry == nullptr || (*entry)->node == nullptr) {
+    return nullptr;
+  }
+  return &(*entry)->info;
+}
+
+const model::PodInfo* Snapshot::FindPod(std::string_view uid) const {
+  const auto* entry = state_->pods.Find(uid);
+  return entry != nullptr ? &(*entry)->pod->info() : nullptr;
+}
+
+bool Snapshot::IsAssumed(std::string_view uid) const {
+  const auto* entry = state_->pods.Find(uid);
+  return entry != nullptr && (*entry)->assumed;
+}
+
+const model::NodeUsage* Snapshot::FindUsage(std::string_view name) const {
+  const auto* entry = state_->nodes.Find(name);
+  return entry != nullptr ? &(*entry)->usage : nullptr;
+}
+
+void Snapshot::ForEachNode(const std::function<void(const model::NodeInfo&)>& fn) const {
+  state_->nodes.ForEach([&](const std::shared_ptr<const NodeEntry>& entry) {
+    if (entry->node != nullptr) {
+      fn(entry->info);
+    }
+  });
+}
+
+size_t Snapshot::pod_count() const { return state_->pods.size(); }
+
+// ---- ClusterCache ----
+
+ClusterCache::ClusterCache(CacheOptions options)
+    : options_(std::move(options)), index_(std::make_unique<Index>()) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto snapshot = std::shared_ptr<Snapshot>(new Snapshot());
+  snapshot->state_ =
+      std::make_shared<const internal::CacheState>(internal::CacheState{{}, {}, index_->interner});
+  current_.store(std::move(snapshot));
+}
+
+ClusterCache::~ClusterCache() = default;
+
+std::shared_ptr<const Snapshot> ClusterCache::snapshot() const { return current_.load(); }
+
+CacheStats ClusterCache::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  CacheStats stats;
+  stats.nodes = index_->node_count;
+  stats.pods = index_->pods.size();
+  stats.assumed = index_->assumed.size();
+  stats.generation = index_->generation;
+  stats.nodes_synced = index_->nodes_synced;
+  stats.pods_synced = index_->pods_synced;
+  stats.last_update_copied_slots = index_->last_copied;
+  return stats;
+}
+
+std::chrono::steady_clock::time_point ClusterCache::Now() const {
+  return options_.now ? options_.now() : Clock::now();
+}
+
+void ClusterCache::BeginUpdateLocked() {
+  index_->copied = 0;
+  index_->Expire(Now());
+}
+
+void ClusterCache::PublishLocked() {
+  Index& index = *index_;
+  index.last_copied = index.copied;
+  auto snapshot = std::shared_ptr<Snapshot>(new Snapshot());
+  snapshot->state_ = std::make_shared<const internal::CacheState>(
+      internal::CacheState{index.nodes, index.pods, index.interner});
+  snapshot->node_count_ = index.node_count;
+  snapshot->synced_ = index.nodes_synced && index.pods_synced;
+  snapshot->generation_ = ++index.generation;
+  current_.store(std::move(snapshot));
+}
+
+void ClusterCache::OnReplace(ResourceKind kind, std::vector<InformerObject> objects) {
+  std::lock_guard<std::mutex> lock(mu_);
+  BeginUpdateLocked();
+  if (kind == ResourceKind::kNodes) {
+    index_->ReplaceNodes(objects);
+  } else {
+    index_->ReplacePods(objects);
+  }
+  PublishLocked();
+  spdlog::info("cluster cache: {} replaced: {} nodes, {} pods, {} reserved", ResourceKindName(kind),
+               index_->node_count, index_->pods.size(), index_->assumed.size());
+}
+
+void ClusterCache::OnUpsert(ResourceKind kind, InformerObject object) {
+  std::lock_guard<std::mutex> lock(mu_);
+  BeginUpdateLocked();
+  if (kind == ResourceKind::kNodes) {
+    if (object.node != nullptr) {
+      index_->UpsertNode(std::move(object.node));
+    }
+  } else if (object.pod != nullptr) {
+    index_->UpsertPod(std::move(object.pod));
+  }
+  PublishLocked();
+}
+
+void ClusterCache::OnDelete(ResourceKind kind, InformerObject object) {
+  std::lock_guard<std::mutex> lock(mu_);
+  BeginUpdateLocked();
+  if (kind == ResourceKind::kNodes) {
+    if (object.node != nullptr) {
+      index_->DeleteNode(object.node->name());
+    }
+  } else if (object.pod != nullptr) {
+    index_->DeletePod(*object.pod);
+  }
+  PublishLocked();
+}
+
+StatusOr<bool> ClusterCache::ReserveLocked(const AssumeRequest& request, const FitFn* fits,
+                                           bool finished) {
+  Index& index = *index_;
+  const std::string uid(request.uid);
+  if (uid.empty()) {
+    return InvalidArgumentError("assume pod " + PodName(request) + ": empty uid");
+  }
+  if (auto it = index.assumed.find(uid); it != index.assumed.end()) {
+    if (it->second.node != request.node) {
+      return FailedPreconditionError("assume pod " + PodName(request) + " on " +
+                                     std::string(request.node) + ": already reserved on " +
+                                     it->second.node);
+    }
+    if (finished && options_.assume_ttl.count() > 0) {
+      it->second.deadline = Now() + options_.assume_ttl;
+    }
+    return true;  // a retried bind: counted once
+  }
+  const auto* found = index.pods.Find(uid);
+  const std::shared_ptr<const PodEntry> current = found != nullptr ? *found : nullptr;
+  if (current != nullptr && Counts(*current)) {
+    if (current->pod->info().node_name == request.node) {
+      return true;  // the watch already shows it bound there
+    }
+    return FailedPreconditionError("assume pod " + PodName(request) + " on " +
+                                   std::string(request.node) + ": bound to " +
+                                   std::string(current->pod->info().node_name));
+  }
+  const model::PodInfo* source =
+      request.pod != nullptr ? request.pod : (current != nullptr ? &current->pod->info() : nullptr);
+  if (source == nullptr) {
+    return NotFoundError("assume pod " + PodName(request) + ": pod " + uid +
+                         " is unknown to the cluster cache and no requests were given");
+  }
+  model::PodInfo view = *source;  // shallow; OwnedPod copies the text below
+  view.uid = request.uid;
+  view.node_name = request.node;
+  if (!request.pod_name.empty()) {
+    view.name = request.pod_name;
+  }
+  if (!request.pod_namespace.empty()) {
+    view.namespace_name = request.pod_namespace;
+  }
+  if (fits != nullptr) {
+    const auto* node = index.nodes.Find(request.node);
+    if (node == nullptr || (*node)->node == nullptr) {
+      return NotFoundError("assume pod " + PodName(request) + ": node " +
+                           std::string(request.node) + " is unknown to the cluster cache");
+    }
+    if (!(*fits)(view, (*node)->info)) {
+      return false;
+    }
+  }
+  Index::Assumption assumption;
+  assumption.node.assign(request.node);
+  if (finished && options_.assume_ttl.count() > 0) {
+    assumption.deadline = Now() + options_.assume_ttl;
+  }
+  assumption.previous = current;
+  index.SetPod(uid, Index::Entry(std::make_shared<const model::OwnedPod>(view), true));
+  index.assumed.emplace(uid, std::move(assumption));
+  return true;
+}
+
+StatusOr<bool> ClusterCache::AssumeIfFits(const AssumeRequest& request, const FitFn& fits) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!(index_->nodes_synced && index_->pods_synced)) {
+    return UnavailableError("node cache not synced");
+  }
+  BeginUpdateLocked();
+  StatusOr<bool> reserved = ReserveLocked(request, &fits, /*finished=*/false);
+  PublishLocked();
+  return reserved;
+}
+
+Status ClusterCache::Assume(const AssumeRequest& request) {
+  std::lock_guard<std::mutex> lock(mu_);
+  BeginUpdateLocked();
+  StatusOr<bool> reserved = ReserveLocked(request, nullptr, /*finished=*/true);
+  PublishLocked();
+  return reserved.status();
+}
+
+Status ClusterCache::FinishBinding(std::string_view uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = index_->assumed.find(uid);
+  if (it == index_->assumed.end()) {
+    return NotFoundError("finish binding: pod " + std::string(uid) + " is not reserved");
+  }
+  if (options_.assume_ttl.count() > 0) {
+    it->second.deadline = Now() + options_.assume_ttl;
+  }
+  return OkStatus();
+}
+
+Status ClusterCache::Forget(std::string_view uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  BeginUpdateLocked();
+  const std::string key(uid);
+  if (index_->assumed.find(key) == index_->assumed.end()) {
+    PublishLocked();  // expiry may have changed something
+    return NotFoundError("forget: pod " + key + " is not reserved");
+  }
+  index_->DropAssumption(key);
+  PublishLocked();
+  return OkStatus();
+}
+
+size_t ClusterCache::ExpireAssumed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  index_->copied = 0;
+  const size_t expired = index_->Expire(Now());
+  if (expired > 0) {
+    PublishLocked();
+  }
+  return expired;
+}
+
+Status ClusterCache::Resolve(std::span<const std::string_view> names,
+                             std::vector<const model::NodeInfo*>& out,
+                             std::shared_ptr<const void>& keep_alive) const {
+  std::shared_ptr<const Snapshot> snap = snapshot();
+  if (!snap->synced()) {
+    out.clear();
+    return UnavailableError("node cache not synced");
+  }
+  out.resize(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    out[i] = snap->FindNode(names[i]);
+  }
+  keep_alive = std::move(snap);
+  return OkStatus();
+}
+
+}  // namespace schedext::cluster

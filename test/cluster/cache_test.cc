@@ -1,1 +1,532 @@
-// placeholder: not yet written
+// ClusterCache: usage arithmetic, terminal pods, moves and deletes, replace
+// semantics, node-cache resolution, assume / confirm / forget / expire with a
+// fake clock, snapshot immutability, per-event cost, and a concurrency test.
+#include "schedext/cluster/cache.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cluster/persistent_map.h"
+#include "testing/model_builders.h"
+
+namespace schedext::cluster {
+namespace {
+
+using ::schedext::test::NodeBuilder;
+using ::schedext::test::PodBuilder;
+using ::schedext::test::TestArena;
+using namespace std::chrono_literals;
+
+constexpr int64_t kGi = 1LL << 30;
+constexpr int64_t kMi = 1LL << 20;
+
+using Requests = std::initializer_list<std::pair<std::string_view, int64_t>>;
+
+// Test objects are built in a scratch arena and deep-copied, as the informer does.
+InformerObject Pod(std::string_view name, std::string_view node, Requests requests,
+                   std::string_view phase = "Running") {
+  TestArena arena;
+  PodBuilder builder(arena);
+  builder.Name(name).Namespace("default").Uid("uid-" + std::string(name)).Phase(phase);
+  if (!node.empty()) {
+    builder.NodeName(node);
+  }
+  builder.Container(requests);
+  return {nullptr, std::make_shared<const model::OwnedPod>(builder.Build())};
+}
+
+InformerObject Node(std::string_view name, int64_t milli_cpu = 4000, int64_t pods = 110) {
+  TestArena arena;
+  model::NodeInfo node = NodeBuilder(arena)
+                             .Name(name)
+                             .Allocatable("cpu", milli_cpu)
+                             .Allocatable("memory", 16 * kGi)
+                             .Allocatable("pods", pods)
+                             .Build();
+  node.usage = nullptr;
+  return {std::make_shared<const model::OwnedNode>(node), nullptr};
+}
+
+// A cache whose clock the test moves.
+struct Fixture {
+  std::mutex mu;
+  std::chrono::steady_clock::time_point now{};
+  ClusterCache cache;
+
+  explicit Fixture(std::chrono::milliseconds ttl = 30s)
+      : cache(CacheOptions{ttl, [this] {
+                             std::lock_guard<std::mutex> lock(mu);
+                             return now;
+                           }}) {}
+  void Advance(std::chrono::milliseconds d) {
+    std::lock_guard<std::mutex> lock(mu);
+    now += d;
+  }
+  void Sync(std::vector<InformerObject> nodes, std::vector<InformerObject> pods) {
+    cache.OnReplace(ResourceKind::kNodes, std::move(nodes));
+    cache.OnReplace(ResourceKind::kPods, std::move(pods));
+  }
+  model::NodeUsage Usage(std::string_view node) {
+    const model::NodeUsage* usage = cache.snapshot()->FindUsage(node);
+    return usage != nullptr ? *usage : model::NodeUsage{};
+  }
+};
+
+AssumeRequest Request(std::string_view name, std::string_view node,
+                      const model::PodInfo* pod = nullptr) {
+  static std::vector<std::unique_ptr<std::string>> uids;  // test-lifetime storage
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  uids.push_back(std::make_unique<std::string>("uid-" + std::string(name)));
+  return AssumeRequest{*uids.back(), "default", name, node, pod};
+}
+
+TEST(CacheTest, UsageSumsBoundPodsAndExcludesTerminalOnes) {
+  Fixture f;
+  f.Sync({Node("n1"), Node("n2")}, {Pod("a", "n1", {{"cpu", 500}, {"memory", kGi}}),
+                                    Pod("b", "n1", {{"cpu", 250}, {"example.com/gpu", 1}}),
+                                    Pod("c", "", {{"cpu", 1000}}),  // pending: counts nowhere
+                                    Pod("d", "n1", {{"cpu", 4000}}, "Succeeded"),     // terminal
+                                    Pod("e", "n1", {{"memory", 8 * kGi}}, "Failed"),  // terminal
+                                    Pod("f", "n2", {})});  // no requests at all
+  const std::shared_ptr<const Snapshot> snap = f.cache.snapshot();
+  ASSERT_TRUE(snap->synced());
+  const model::NodeInfo* n1 = snap->FindNode("n1");
+  ASSERT_NE(n1, nullptr);
+  ASSERT_NE(n1->usage, nullptr);
+  // requested: cpu 500 + 250 = 750m; memory 1Gi + 0; gpu 1; two pods.
+  EXPECT_EQ(n1->usage->requested.milli_cpu, 750);
+  EXPECT_EQ(n1->usage->requested.memory, kGi);
+  EXPECT_EQ(n1->usage->requested.Get("example.com/gpu"), 1);
+  EXPECT_EQ(n1->usage->pods, 2);
+  // scoring: b names no memory, so it counts the 200Mi default: 1Gi + 200Mi.
+  EXPECT_EQ(n1->usage->scoring_requested.milli_cpu, 750);
+  EXPECT_EQ(n1->usage->scoring_requested.memory, kGi + 200 * kMi);
+  // f requests nothing: requested 0, scoring 100m cpu + 200Mi memory.
+  const model::NodeInfo* n2 = snap->FindNode("n2");
+  EXPECT_EQ(n2->usage->requested.milli_cpu, 0);
+  EXPECT_EQ(n2->usage->scoring_requested.milli_cpu, 100);
+  EXPECT_EQ(n2->usage->scoring_requested.memory, 200 * kMi);
+  EXPECT_EQ(n2->usage->pods, 1);
+  EXPECT_EQ(n1->allocatable.milli_cpu, 4000);
+  // Terminal pods are not kept; the pending one is (bind may need it).
+  EXPECT_EQ(snap->pod_count(), 4u);
+  EXPECT_EQ(snap->FindPod("uid-d"), nullptr);
+  ASSERT_NE(snap->FindPod("uid-c"), nullptr);
+  EXPECT_EQ(snap->FindPod("uid-c")->node_name, "");
+  EXPECT_EQ(snap->node_count(), 2u);
+}
+
+TEST(CacheTest, PodEventsMoveUsage) {
+  struct Step {
+    std::string name;
+    std::function<void(ClusterCache&)> apply;
+    int64_t n1_cpu, n1_pods, n2_cpu, n2_pods;
+  };
+  Fixture f;
+  f.Sync({Node("n1"), Node("n2")},
+         {Pod("a", "n1", {{"cpu", 500}}), Pod("b", "n1", {{"cpu", 250}})});
+  const std::vector<Step> steps = {
+      // 500 + 250 on n1.
+      {"start", [](ClusterCache&) {}, 750, 2, 0, 0},
+      // b is recreated on n2 (same uid, new node): n1 750 − 250, n2 + 250.
+      {"moved",
+       [](ClusterCache& c) {
+         c.OnUpsert(ResourceKind::kPods, Pod("b", "n2", {{"cpu", 250}}));
+       },
+       500, 1, 250, 1},
+      // a resized in place to 1500m: n1 500 − 500 + 1500.
+      {"resized",
+       [](ClusterCache& c) {
+         c.OnUpsert(ResourceKind::kPods, Pod("a", "n1", {{"cpu", 1500}}));
+       },
+       1500, 1, 250, 1},
+      // b finishes: terminal pods release their requests.
+      {"succeeded",
+       [](ClusterCache& c) {
+         c.OnUpsert(ResourceKind::kPods, Pod("b", "n2", {{"cpu", 250}}, "Succeeded"));
+       },
+       1500, 1, 0, 0},
+      // a is deleted.
+      {"deleted",
+       [](ClusterCache& c) {
+         c.OnDelete(ResourceKind::kPods, Pod("a", "n1", {{"cpu", 1500}}));
+       },
+       0, 0, 0, 0},
+      // Deleting an unknown pod changes nothing.
+      {"unknown delete",
+       [](ClusterCache& c) {
+         c.OnDelete(ResourceKind::kPods, Pod("zz", "n1", {{"cpu", 1}}));
+       },
+       0, 0, 0, 0},
+  };
+  for (const Step& step : steps) {
+    SCOPED_TRACE(step.name);
+    step.apply(f.cache);
+    EXPECT_EQ(f.Usage("n1").requested.milli_cpu, step.n1_cpu);
+    EXPECT_EQ(f.Usage("n1").pods, step.n1_pods);
+    EXPECT_EQ(f.Usage("n2").requested.milli_cpu, step.n2_cpu);
+    EXPECT_EQ(f.Usage("n2").pods, step.n2_pods);
+  }
+  EXPECT_EQ(f.cache.snapshot()->pod_count(), 0u);
+}
+
+TEST(CacheTest, ResolveNeedsBothInformersSynced) {
+  Fixture f;
+  const std::vector<std::string_view> names = {"n1", "nope", "n2"};
+  std::vector<const model::NodeInfo*> out;
+  std::shared_ptr<const void> keep_alive;
+  EXPECT_EQ(f.cache.Resolve(names, out, keep_alive).code(), StatusCode::kUnavailable);
+  f.cache.OnReplace(ResourceKind::kNodes, {Node("n1"), Node("n2")});
+  EXPECT_EQ(f.cache.Resolve(names, out, keep_alive).code(), StatusCode::kUnavailable);
+  EXPECT_FALSE(f.cache.Synced());
+  f.cache.OnReplace(ResourceKind::kPods, {});
+  ASSERT_TRUE(f.cache.Resolve(names, out, keep_alive).ok());
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0]->name, "n1");
+  EXPECT_EQ(out[1], nullptr);
+  EXPECT_EQ(out[2]->name, "n2");
+  EXPECT_NE(out[0]->usage, nullptr);
+  EXPECT_NE(keep_alive, nullptr);
+}
+
+TEST(CacheTest, ReplaceDeletesWhatDisappeared) {
+  Fixture f;
+  f.Sync({Node("n1"), Node("n2")},
+         {Pod("a", "n1", {{"cpu", 500}}), Pod("b", "n2", {{"cpu", 250}})});
+  // Relist of pods: a is gone, c appeared on n2.
+  f.cache.OnReplace(ResourceKind::kPods,
+                    {Pod("b", "n2", {{"cpu", 250}}), Pod("c", "n2", {{"cpu", 100}})});
+  EXPECT_EQ(f.Usage("n1").pods, 0);
+  EXPECT_EQ(f.Usage("n2").requested.milli_cpu, 350);  // 250 + 100
+  EXPECT_EQ(f.cache.snapshot()->FindPod("uid-a"), nullptr);
+  // Relist of nodes: n1 is gone; n2 keeps its usage across the replace.
+  f.cache.OnReplace(ResourceKind::kNodes, {Node("n2", 8000)});
+  const std::shared_ptr<const Snapshot> snap = f.cache.snapshot();
+  EXPECT_EQ(snap->FindNode("n1"), nullptr);
+  ASSERT_NE(snap->FindNode("n2"), nullptr);
+  EXPECT_EQ(snap->FindNode("n2")->allocatable.milli_cpu, 8000);
+  EXPECT_EQ(snap->FindNode("n2")->usage->requested.milli_cpu, 350);
+  EXPECT_EQ(snap->node_count(), 1u);
+}
+
+TEST(CacheTest, PodsOfAnUnknownNodeCountWhenItArrives) {
+  Fixture f;
+  f.Sync({}, {Pod("a", "late", {{"cpu", 300}})});
+  EXPECT_EQ(f.cache.snapshot()->FindNode("late"), nullptr);
+  f.cache.OnUpsert(ResourceKind::kNodes, Node("late"));
+  const model::NodeInfo* node = f.cache.snapshot()->FindNode("late");
+  ASSERT_NE(node, nullptr);
+  EXPECT_EQ(node->usage->requested.milli_cpu, 300);
+  // The node is deleted while its pod still runs: unknown, usage kept.
+  f.cache.OnDelete(ResourceKind::kNodes, Node("late"));
+  EXPECT_EQ(f.cache.snapshot()->FindNode("late"), nullptr);
+  EXPECT_EQ(f.Usage("late").pods, 1);
+  EXPECT_EQ(f.cache.snapshot()->node_count(), 0u);
+}
+
+// fits: the pod's cpu fits in allocatable − requested.
+bool CpuFits(const model::PodInfo& pod, const model::NodeInfo& node) {
+  return node.usage->requested.milli_cpu + pod.requests.milli_cpu <= node.allocatable.milli_cpu;
+}
+
+TEST(CacheTest, AssumeIfFitsReservesAndConfirmCountsOnce) {
+  Fixture f;
+  f.Sync({Node("n1", 1000)}, {Pod("p", "", {{"cpu", 600}}), Pod("q", "", {{"cpu", 600}})});
+  // p reserved: 0 + 600 <= 1000.
+  StatusOr<bool> p = f.cache.AssumeIfFits(Request("p", "n1"), CpuFits);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_TRUE(*p);
+  EXPECT_EQ(f.Usage("n1").requested.milli_cpu, 600);
+  EXPECT_TRUE(f.cache.snapshot()->IsAssumed("uid-p"));
+  EXPECT_EQ(f.cache.snapshot()->FindPod("uid-p")->node_name, "n1");
+  // q does not fit any more: 600 + 600 > 1000, and nothing is reserved.
+  StatusOr<bool> q = f.cache.AssumeIfFits(Request("q", "n1"), CpuFits);
+  ASSERT_TRUE(q.ok());
+  EXPECT_FALSE(*q);
+  EXPECT_EQ(f.Usage("n1").pods, 1);
+  // A retried bind for p: true, still counted once.
+  EXPECT_TRUE(*f.cache.AssumeIfFits(Request("p", "n1"), CpuFits));
+  EXPECT_EQ(f.Usage("n1").requested.milli_cpu, 600);
+  EXPECT_EQ(f.cache.AssumeIfFits(Request("p", "n2"), CpuFits).status().code(),
+            StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(f.cache.FinishBinding("uid-p").ok());
+  // The watch shows p still pending (lagging), then bound: confirmed, once.
+  f.cache.OnUpsert(ResourceKind::kPods, Pod("p", "", {{"cpu", 600}}));
+  EXPECT_EQ(f.Usage("n1").requested.milli_cpu, 600);
+  f.cache.OnUpsert(ResourceKind::kPods, Pod("p", "n1", {{"cpu", 600}}));
+  EXPECT_EQ(f.Usage("n1").requested.milli_cpu, 600);
+  EXPECT_EQ(f.Usage("n1").pods, 1);
+  EXPECT_FALSE(f.cache.snapshot()->IsAssumed("uid-p"));
+  EXPECT_EQ(f.cache.Stats().assumed, 0u);
+  // Past the TTL nothing expires: it is confirmed.
+  f.Advance(1h);
+  EXPECT_EQ(f.cache.ExpireAssumed(), 0u);
+  EXPECT_EQ(f.Usage("n1").requested.milli_cpu, 600);
+  // Bound already: assuming again is a no-op success.
+  EXPECT_TRUE(f.cache.Assume(Request("p", "n1")).ok());
+  EXPECT_EQ(f.Usage("n1").pods, 1);
+}
+
+TEST(CacheTest, ForgetRestoresThePendingPod) {
+  Fixture f;
+  f.Sync({Node("n1")}, {Pod("p", "", {{"cpu", 600}})});
+  ASSERT_TRUE(*f.cache.AssumeIfFits(Request("p", "n1"), CpuFits));
+  ASSERT_TRUE(f.cache.Forget("uid-p").ok());
+  EXPECT_EQ(f.Usage("n1").pods, 0);
+  ASSERT_NE(f.cache.snapshot()->FindPod("uid-p"), nullptr);
+  EXPECT_EQ(f.cache.snapshot()->FindPod("uid-p")->node_name, "");
+  EXPECT_FALSE(f.cache.snapshot()->IsAssumed("uid-p"));
+  EXPECT_EQ(f.cache.Forget("uid-p").code(), StatusCode::kNotFound);
+}
+
+TEST(CacheTest, ReservationsExpireAfterTheirTtl) {
+  struct Case {
+    std::string name;
+    std::chrono::milliseconds ttl;
+    bool finish;  // FinishBinding called (the TTL runs only after it)
+    std::chrono::milliseconds advance;
+    bool expired;
+  };
+  const std::vector<Case> cases = {
+      {"before the ttl", 30s, true, 29s, false},
+      {"at the ttl", 30s, true, 30s, true},
+      {"bind still in flight", 30s, false, 1h, false},
+      {"ttl zero never expires", 0ms, true, 24h, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Fixture f(c.ttl);
+    f.Sync({Node("n1")}, {Pod("p", "", {{"cpu", 600}})});
+    ASSERT_TRUE(*f.cache.AssumeIfFits(Request("p", "n1"), CpuFits));
+    if (c.finish) {
+      ASSERT_TRUE(f.cache.FinishBinding("uid-p").ok());
+    }
+    f.Advance(c.advance);
+    // Expiry is checked when any event is applied (here: an unrelated node).
+    f.cache.OnUpsert(ResourceKind::kNodes, Node("other"));
+    EXPECT_EQ(f.Usage("n1").pods, c.expired ? 0 : 1);
+    EXPECT_EQ(f.cache.Stats().assumed, c.expired ? 0u : 1u);
+  }
+}
+
+TEST(CacheTest, AssumeWithGivenRequestsAndErrors) {
+  Fixture f;
+  f.Sync({Node("n1")}, {});
+  TestArena arena;
+  const model::PodInfo pod = PodBuilder(arena).Name("x").Container({{"cpu", 200}}).Build();
+  // Not known to the cache: the requests come from the caller. Assume (after
+  // a successful bind) does not need the node object either.
+  ASSERT_TRUE(f.cache.Assume(Request("x", "n1", &pod)).ok());
+  ASSERT_TRUE(f.cache.Assume(Request("y", "ghost", &pod)).ok());
+  EXPECT_EQ(f.Usage("n1").requested.milli_cpu, 200);
+  EXPECT_EQ(f.Usage("ghost").requested.milli_cpu, 200);
+  EXPECT_EQ(f.cache.snapshot()->FindPod("uid-x")->name, "x");
+  EXPECT_EQ(f.cache.AssumeIfFits(Request("z", "n1"), CpuFits).status().code(),
+            StatusCode::kNotFound);  // unknown pod, no requests given
+  EXPECT_EQ(f.cache.AssumeIfFits(Request("w", "ghost", &pod), CpuFits).status().code(),
+            StatusCode::kNotFound);  // unknown node
+  // The watch shows x bound to another node than assumed: the API wins.
+  f.cache.OnUpsert(ResourceKind::kPods, Pod("x", "n2", {{"cpu", 200}}));
+  EXPECT_EQ(f.Usage("n1").pods, 0);
+  EXPECT_EQ(f.Usage("n2").requested.milli_cpu, 200);
+  // y is deleted before it was ever seen bound: the reservation goes too.
+  f.cache.OnDelete(ResourceKind::kPods, Pod("y", "", {}));
+  EXPECT_EQ(f.Usage("ghost").pods, 0);
+  EXPECT_EQ(f.cache.Stats().assumed, 0u);
+}
+
+TEST(CacheTest, RelistKeepsPendingReservationsAndConfirmsBoundOnes) {
+  Fixture f;
+  f.Sync({Node("n1")}, {Pod("p", "", {{"cpu", 100}}), Pod("q", "", {{"cpu", 200}})});
+  ASSERT_TRUE(*f.cache.AssumeIfFits(Request("p", "n1"), CpuFits));
+  ASSERT_TRUE(*f.cache.AssumeIfFits(Request("q", "n1"), CpuFits));
+  // The relist shows p bound (confirmed) and q still pending.
+  f.cache.OnReplace(ResourceKind::kPods,
+                    {Pod("p", "n1", {{"cpu", 100}}), Pod("q", "", {{"cpu", 200}})});
+  EXPECT_EQ(f.Usage("n1").requested.milli_cpu, 300);  // 100 bound + 200 reserved
+  EXPECT_EQ(f.Usage("n1").pods, 2);
+  EXPECT_FALSE(f.cache.snapshot()->IsAssumed("uid-p"));
+  EXPECT_TRUE(f.cache.snapshot()->IsAssumed("uid-q"));
+  ASSERT_TRUE(f.cache.Forget("uid-q").ok());
+  EXPECT_EQ(f.Usage("n1").requested.milli_cpu, 100);
+}
+
+TEST(CacheTest, SnapshotsAreImmutableWhileEventsApply) {
+  Fixture f;
+  f.Sync({Node("n1")}, {Pod("a", "n1", {{"cpu", 500}})});
+  const std::shared_ptr<const Snapshot> before = f.cache.snapshot();
+  const model::NodeInfo* n1 = before->FindNode("n1");
+  f.cache.OnUpsert(ResourceKind::kPods, Pod("b", "n1", {{"cpu", 250}}));
+  f.cache.OnUpsert(ResourceKind::kNodes, Node("n1", 9000));
+  f.cache.OnDelete(ResourceKind::kPods, Pod("a", "n1", {}));
+  // The old snapshot still reads its own state through the same pointers.
+  EXPECT_EQ(n1->usage->requested.milli_cpu, 500);
+  EXPECT_EQ(n1->allocatable.milli_cpu, 4000);
+  EXPECT_NE(before->FindPod("uid-a"), nullptr);
+  EXPECT_EQ(before->FindPod("uid-b"), nullptr);
+  const std::shared_ptr<const Snapshot> after = f.cache.snapshot();
+  EXPECT_GT(after->generation(), before->generation());
+  EXPECT_EQ(after->FindNode("n1")->usage->requested.milli_cpu, 250);
+  EXPECT_EQ(after->FindNode("n1")->allocatable.milli_cpu, 9000);
+}
+
+TEST(CacheTest, AnEventCopiesFewEntriesAtScale) {
+  // 15,000 nodes and 150,000 pods (the design scale): applying one event
+  // copies a couple of trie paths, about as many slots as in a tiny cluster.
+  auto copied_per_event = [](int nodes, int pods_per_node) {
+    Fixture f;
+    std::vector<InformerObject> node_objects;
+    std::vector<InformerObject> pod_objects;
+    for (int n = 0; n < nodes; ++n) {
+      node_objects.push_back(Node("node-" + std::to_string(n)));
+      for (int p = 0; p < pods_per_node; ++p) {
+        pod_objects.push_back(Pod("p-" + std::to_string(n) + "-" + std::to_string(p),
+                                  "node-" + std::to_string(n), {{"cpu", 10}}));
+      }
+    }
+    f.Sync(std::move(node_objects), std::move(pod_objects));
+    size_t worst = 0;
+    for (int i = 0; i < 20; ++i) {
+      f.cache.OnUpsert(ResourceKind::kPods, Pod("new-" + std::to_string(i),
+                                                "node-" + std::to_string(i * 7), {{"cpu", 5}}));
+      worst = std::max(worst, f.cache.Stats().last_update_copied_slots);
+    }
+    return worst;
+  };
+  const size_t small = copied_per_event(10, 10);
+  const size_t large = copied_per_event(15'000, 10);
+  // A path is at most ~4 levels of ≤ 32 slots in each of the two tries.
+  EXPECT_LT(large, 300u);
+  EXPECT_LT(large, small * 20);
+  RecordProperty("slots_small", static_cast<int>(small));
+  RecordProperty("slots_large", static_cast<int>(large));
+}
+
+TEST(CacheTest, PersistentMapSharesUntouchedEntries) {
+  struct Item {
+    std::string key;
+    int value;
+  };
+  struct KeyOf {
+    std::string_view operator()(const Item& i) const { return i.key; }
+  };
+  using Map = internal::PersistentMap<Item, KeyOf>;
+  Map map;
+  for (int i = 0; i < 5000; ++i) {
+    map = map.Set(std::make_shared<const Item>(Item{"k" + std::to_string(i), i}));
+  }
+  const Map before = map;
+  const Map after = map.Set(std::make_shared<const Item>(Item{"k42", -1})).Erase("k7");
+  EXPECT_EQ(before.size(), 5000u);
+  EXPECT_EQ(after.size(), 4999u);
+  EXPECT_EQ((*before.Find("k42"))->value, 42);
+  EXPECT_EQ((*after.Find("k42"))->value, -1);
+  EXPECT_NE(before.Find("k7"), nullptr);
+  EXPECT_EQ(after.Find("k7"), nullptr);
+  // Untouched entries are the same objects, not copies.
+  EXPECT_EQ(before.Find("k100")->get(), after.Find("k100")->get());
+  size_t count = 0;
+  after.ForEach([&](const std::shared_ptr<const Item>&) { ++count; });
+  EXPECT_EQ(count, 4999u);
+  Map emptied = after;
+  for (int i = 0; i < 5000; ++i) {
+    emptied = emptied.Erase("k" + std::to_string(i));
+  }
+  EXPECT_TRUE(emptied.empty());
+  EXPECT_EQ(emptied.Find("k1"), nullptr);
+}
+
+TEST(CacheTest, ConcurrentEventsResolvesAndReservationsNeverDoubleBook) {
+  // One thread applies watch events; readers resolve nodes from snapshots;
+  // binders race to reserve pods on one node with room for exactly 10 more.
+  Fixture f(0ms);
+  std::vector<InformerObject> nodes;
+  for (int n = 0; n < 50; ++n) {
+    nodes.push_back(Node("n" + std::to_string(n)));
+  }
+  nodes.push_back(Node("tight", 1000));
+  std::vector<InformerObject> pending;
+  for (int i = 0; i < 200; ++i) {
+    pending.push_back(Pod("b" + std::to_string(i), "", {{"cpu", 100}}));
+  }
+  f.Sync(std::move(nodes), std::move(pending));
+
+  std::atomic<bool> done{false};
+  std::thread events([&] {
+    for (int i = 0; i < 3000; ++i) {
+      const std::string node = "n" + std::to_string(i % 50);
+      f.cache.OnUpsert(ResourceKind::kPods,
+                       Pod("w" + std::to_string(i % 300), node, {{"cpu", 10}}));
+      if (i % 3 == 0) {
+        f.cache.OnDelete(ResourceKind::kPods, Pod("w" + std::to_string((i + 150) % 300), "", {}));
+      }
+      if (i % 100 == 0) {
+        f.cache.OnUpsert(ResourceKind::kNodes, Node(node));
+      }
+    }
+    done = true;
+  });
+  std::vector<std::thread> readers;
+  std::atomic<int64_t> resolved{0};
+  for (int r = 0; r < 3; ++r) {
+    readers.emplace_back([&] {
+      std::vector<std::string_view> names = {"n1", "n2", "tight", "missing"};
+      std::vector<const model::NodeInfo*> out;
+      while (!done) {
+        std::shared_ptr<const void> keep_alive;
+        ASSERT_TRUE(f.cache.Resolve(names, out, keep_alive).ok());
+        for (const model::NodeInfo* node : out) {
+          if (node != nullptr) {
+            EXPECT_GE(node->usage->pods, 0);
+            EXPECT_GE(node->usage->requested.milli_cpu, 0);
+            resolved.fetch_add(1);
+          }
+        }
+      }
+    });
+  }
+  std::atomic<int> reserved{0};
+  std::vector<std::thread> binders;
+  for (int b = 0; b < 4; ++b) {
+    binders.emplace_back([&, b] {
+      for (int i = b; i < 200; i += 4) {
+        const std::string uid = "uid-b" + std::to_string(i);
+        AssumeRequest request{uid, "default", "", "tight", nullptr};
+        StatusOr<bool> ok = f.cache.AssumeIfFits(request, CpuFits);
+        ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+        if (*ok) {
+          reserved.fetch_add(1);
+          if (i % 8 == 0) {  // some binds fail and are forgotten
+            ASSERT_TRUE(f.cache.Forget(uid).ok());
+            reserved.fetch_sub(1);
+          } else {
+            ASSERT_TRUE(f.cache.FinishBinding(uid).ok());
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& t : binders) {
+    t.join();
+  }
+  events.join();
+  for (std::thread& t : readers) {
+    t.join();
+  }
+  // 1000m of cpu, 100m per pod: exactly 10 reservations survive, never more.
+  EXPECT_EQ(reserved.load(), 10);
+  EXPECT_EQ(f.Usage("tight").requested.milli_cpu, 1000);
+  EXPECT_EQ(f.Usage("tight").pods, 10);
+  EXPECT_GT(resolved.load(), 0);
+}
+
+}  // namespace
+}  // namespace schedext::cluster

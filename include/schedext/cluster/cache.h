@@ -1,0 +1,213 @@
+// ClusterCache: schedext's own view of the cluster — nodes, the pods bound to
+// them, and per node what those pods request — fed by the two informers and
+// read by request threads through immutable Snapshots.
+//
+// Contents. Nodes by name. Pods by UID, terminal ones (Succeeded / Failed)
+// excluded; a pod with spec.nodeName counts against that node, a pending pod
+// is kept (so bind can find its requests) but counts nowhere. Per node a
+// model::NodeUsage, as kube-scheduler's NodeInfo counts it: requested =
+// Σ EffectiveRequests, scoring_requested = Σ ScoringRequests, pods = count;
+// kept up to date incrementally (a pod event subtracts the old contribution
+// and adds the new one). Pods whose node is not (yet) known are counted under
+// that name and show up when the node does, as kube-scheduler's cache does.
+// Pods being deleted (deletionTimestamp) still count until they are gone.
+//
+// Snapshots. Each applied event publishes a new immutable Snapshot through
+// std::atomic<std::shared_ptr<const Snapshot>>. Nodes and pods live in
+// persistent hash tries whose entries are std::shared_ptr<const ...> shared
+// between snapshots: an event copies one node entry, one pod entry and the
+// trie paths above them (a few dozen pointers), never the whole cluster.
+// A request loads one snapshot and reads it without any lock.
+//
+// Assume on bind (kube-scheduler's AssumePod / FinishBinding / ForgetPod /
+// expiry). Reserving a pod on a node adds its requests to the node at once.
+// The reservation ends when
+//   * the pod watch shows the pod bound (confirm: the API's object replaces the
+//     assumed one — on whatever node the API says — so it is never counted
+//     twice), or shows it terminal or deleted;
+//   * Forget() is called (the bind failed);
+//   * its TTL expires: counted from FinishBinding() (or Assume()), checked
+//     whenever an event or call is applied and by ExpireAssumed(). A TTL of 0
+//     never expires (kube-scheduler's current default, after kubernetes#106361).
+// Nothing is persisted: after a restart the state comes only from the API
+// (pods' spec.nodeName), so nothing leaks or is counted twice.
+//
+// Thread-safety: every method may be called from any thread. Mutations
+// (informer callbacks, Assume*, Forget, ExpireAssumed) serialise on one mutex,
+// mu_, which guards the index below and is never held while calling out of the
+// cache except for the FitFn of AssumeIfFits (which must not call the cache or
+// the API server). The API server is never called under it: the integrator
+// reserves (AssumeIfFits), binds without any cache lock, then calls
+// FinishBinding or Forget. snapshot() and Resolve() take no mutex.
+#ifndef SCHEDEXT_CLUSTER_CACHE_H_
+#define SCHEDEXT_CLUSTER_CACHE_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "schedext/cluster/informer.h"
+#include "schedext/cluster/node_directory.h"
+#include "schedext/model/node_info.h"
+#include "schedext/model/owned.h"
+#include "schedext/model/pod_info.h"
+#include "schedext/status.h"
+
+namespace schedext::cluster {
+
+namespace internal {
+struct CacheState;  // the persistent tries; defined in cache.cc
+}
+
+// An immutable view of the cache at one moment. Pointers it returns stay valid
+// while the Snapshot is alive (hold the shared_ptr).
+class Snapshot {
+ public:
+  ~Snapshot();
+  Snapshot(const Snapshot&) = delete;
+  Snapshot& operator=(const Snapshot&) = delete;
+
+  // The node `name` with `usage` pointing at its NodeUsage in this snapshot;
+  // nullptr when the node is unknown. No allocation.
+  const model::NodeInfo* FindNode(std::string_view name) const;
+  // The pod with `uid` (bound, pending or assumed; never terminal), nullptr if
+  // unknown. For an assumed pod, node_name is the node it is assumed on.
+  const model::PodInfo* FindPod(std::string_view uid) const;
+  // True when `uid` is counted through an assumption, not yet confirmed.
+  bool IsAssumed(std::string_view uid) const;
+  // Usage counted against `name`, also for a node not (yet) known; nullptr
+  // when no pod counts against it.
+  const model::NodeUsage* FindUsage(std::string_view name) const;
+
+  // Calls fn(const model::NodeInfo&) for every known node, in no order.
+  void ForEachNode(const std::function<void(const model::NodeInfo&)>& fn) const;
+
+  size_t node_count() const { return node_count_; }
+  size_t pod_count() const;
+  // Both informers have delivered a first complete list.
+  bool synced() const { return synced_; }
+  // Increases with every published snapshot.
+  uint64_t generation() const { return generation_; }
+
+ private:
+  friend class ClusterCache;
+  Snapshot() = default;
+
+  std::shared_ptr<const internal::CacheState> state_;
+  size_t node_count_ = 0;
+  bool synced_ = false;
+  uint64_t generation_ = 0;
+};
+
+struct CacheOptions {
+  // How long a reservation survives after its bind finished without the watch
+  // confirming it. Zero: never expires.
+  std::chrono::milliseconds assume_ttl{std::chrono::seconds(30)};
+  // Test seam: the clock of the TTL. Default: std::chrono::steady_clock::now.
+  std::function<std::chrono::steady_clock::time_point()> now;
+};
+
+// A pod to reserve on a node.
+struct AssumeRequest {
+  std::string_view uid;
+  std::string_view pod_namespace;
+  std::string_view pod_name;
+  std::string_view node;
+  // The pod's requests (e.g. the pod of the filter request). nullptr: the
+  // pending pod the pod informer reported with `uid`.
+  const model::PodInfo* pod = nullptr;
+};
+
+struct CacheStats {
+  size_t nodes = 0;
+  size_t pods = 0;
+  size_t assumed = 0;
+  uint64_t generation = 0;
+  bool nodes_synced = false;
+  bool pods_synced = false;
+  // Trie pointer slots copied while applying the last event or call: the
+  // per-event cost, independent of the cluster's size (tests check it).
+  size_t last_update_copied_slots = 0;
+};
+
+class ClusterCache final : public InformerHandler, public NodeDirectory {
+ public:
+  // Called under mu_ with the pod (node_name = the target node) and the node as
+  // the latest snapshot would show it (usage includes every reservation).
+  // Must be fast and must not call the cache or the API server.
+  using FitFn = std::function<bool(const model::PodInfo& pod, const model::NodeInfo& node)>;
+
+  explicit ClusterCache(CacheOptions options = {});
+  ~ClusterCache() override;
+  ClusterCache(const ClusterCache&) = delete;
+  ClusterCache& operator=(const ClusterCache&) = delete;
+
+  // The latest snapshot; never null. No mutex (an atomic load).
+  std::shared_ptr<const Snapshot> snapshot() const;
+  bool Synced() const { return snapshot()->synced(); }
+  CacheStats Stats() const;
+
+  // ---- reservations ----
+
+  // Check and reserve in one critical section: if `fits` accepts the pod on
+  // the node's current view, counts the pod against it (binding in flight: no
+  // TTL until FinishBinding) and answers true; otherwise changes nothing and
+  // answers false. Already reserved on the same node or already bound there:
+  // true, without counting it again. Errors: kUnavailable before Synced();
+  // kNotFound for an unknown node, or a pod neither given nor known;
+  // kFailedPrecondition when the pod is bound or reserved on another node.
+  StatusOr<bool> AssumeIfFits(const AssumeRequest& request, const FitFn& fits);
+  // Reserves unconditionally, binding finished (the TTL starts): for a bind
+  // that succeeded without a prior AssumeIfFits. The node need not be known.
+  // Errors as AssumeIfFits, except kUnavailable and an unknown node.
+  Status Assume(const AssumeRequest& request);
+  // The bind succeeded: the reservation's TTL starts now. kNotFound when `uid`
+  // is not reserved (it may already be confirmed by the watch: not an error
+  // for the caller to act on).
+  Status FinishBinding(std::string_view uid);
+  // The bind failed: drops the reservation (the pod is pending again).
+  // kNotFound when `uid` is not reserved.
+  Status Forget(std::string_view uid);
+  // Drops the reservations whose TTL has passed; returns how many. Call it
+  // periodically (events and calls also check).
+  size_t ExpireAssumed();
+
+  // ---- InformerHandler (called by the informers' threads) ----
+  void OnReplace(ResourceKind kind, std::vector<InformerObject> objects) override;
+  void OnUpsert(ResourceKind kind, InformerObject object) override;
+  void OnDelete(ResourceKind kind, InformerObject object) override;
+
+  // ---- NodeDirectory ----
+  // kUnavailable ("node cache not synced") before Synced(); unknown names give
+  // nullptr; `keep_alive` receives the snapshot the pointers point into.
+  Status Resolve(std::span<const std::string_view> names, std::vector<const model::NodeInfo*>& out,
+                 std::shared_ptr<const void>& keep_alive) const override;
+
+ private:
+  struct Index;  // the mutable bookkeeping, guarded by mu_; defined in cache.cc
+
+  std::chrono::steady_clock::time_point Now() const;
+  // Starts an update: expires due reservations, resets the copy count. Requires mu_.
+  void BeginUpdateLocked();
+  // Publishes the index as a new snapshot. Requires mu_.
+  void PublishLocked();
+  StatusOr<bool> ReserveLocked(const AssumeRequest& request, const FitFn* fits, bool finished);
+
+  const CacheOptions options_;
+  mutable std::mutex mu_;
+  std::unique_ptr<Index> index_;                          // guarded by mu_
+  std::atomic<std::shared_ptr<const Snapshot>> current_;  // written under mu_, read anywhere
+};
+
+}  // namespace schedext::cluster
+
+#endif  // SCHEDEXT_CLUSTER_CACHE_H_
