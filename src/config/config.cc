@@ -60,8 +60,12 @@ constexpr std::array<std::string_view, 7> kLogLevels = {"trace", "debug", "info"
                                                         "error", "critical", "off"};
 constexpr std::array<std::string_view, 2> kLogFormats = {"text", "json"};
 
-constexpr std::array<std::string_view, 4> kTopLevelFields = {"server", "log", "defaultProfile",
-                                                             "profiles"};
+constexpr std::array<std::string_view, 5> kTopLevelFields = {"server", "log", "cluster",
+                                                             "defaultProfile", "profiles"};
+constexpr std::array<std::string_view, 8> kClusterFields = {
+    "mode", "kubeconfig", "context", "qps", "burst", "timeoutSeconds", "assumeTtlSeconds",
+    "pageSize"};
+constexpr std::array<std::string_view, 3> kClusterModes = {"auto", "required", "disabled"};
 constexpr std::array<std::string_view, 8> kServerFields = {
     "listen",           "threads",           "maxBodyBytes",        "keepAliveTimeoutSeconds",
     "keepAliveMaxCount", "readTimeoutSeconds", "writeTimeoutSeconds", "shutdownGraceSeconds"};
@@ -349,6 +353,7 @@ class Loader {
 
   Status ReadServer(const Field& f, ServerConfig& server) const;
   Status ReadLog(const Field& f, LogConfig& log) const;
+  Status ReadCluster(const Field& f, ClusterConfig& cluster) const;
   Status ReadProfiles(const Field& f, std::vector<ProfileConfig>& profiles) const;
   Status ReadProfile(const YAML::Node& node, std::string_view path, ProfileConfig& profile) const;
   Status ReadPolicy(const YAML::Node& node, std::string_view path, PolicyConfig& policy) const;
@@ -487,6 +492,31 @@ Status Loader::ReadLog(const Field& f, LogConfig& log) const {
   SCHEDEXT_ASSIGN_OR_RETURN(Fields fields, ReadMapping(f.value, MarkOf(f), kPath, kLogFields));
   SCHEDEXT_RETURN_IF_ERROR(ReadOneOf(fields, "level", kPath, kLogLevels, log.level));
   SCHEDEXT_RETURN_IF_ERROR(ReadOneOf(fields, "format", kPath, kLogFormats, log.format));
+  return OkStatus();
+}
+
+Status Loader::ReadCluster(const Field& f, ClusterConfig& cluster) const {
+  constexpr std::string_view kPath = "cluster";
+  SCHEDEXT_ASSIGN_OR_RETURN(Fields fields,
+                            ReadMapping(f.value, MarkOf(f), kPath, kClusterFields));
+  SCHEDEXT_RETURN_IF_ERROR(ReadOneOf(fields, "mode", kPath, kClusterModes, cluster.mode));
+  if (const Field* k = fields.Find("kubeconfig")) {
+    SCHEDEXT_RETURN_IF_ERROR(ReadString(*k, Join(kPath, "kubeconfig"), cluster.kubeconfig));
+  }
+  if (const Field* c = fields.Find("context")) {
+    SCHEDEXT_RETURN_IF_ERROR(ReadString(*c, Join(kPath, "context"), cluster.context));
+  }
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "qps", kPath, 1, 10000,
+                                       "an integer from 1 to 10000", cluster.qps));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "burst", kPath, 1, 10000,
+                                       "an integer from 1 to 10000", cluster.burst));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "timeoutSeconds", kPath, 1, 300,
+                                       "an integer from 1 to 300", cluster.timeout_seconds));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "assumeTtlSeconds", kPath, 0, 86400,
+                                       "an integer from 0 to 86400",
+                                       cluster.assume_ttl_seconds));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "pageSize", kPath, 1, 100000,
+                                       "an integer from 1 to 100000", cluster.page_size));
   return OkStatus();
 }
 
@@ -683,6 +713,9 @@ StatusOr<Config> Loader::Load(const YAML::Node& root) {
   }
   if (const Field* f = fields.Find("log")) {
     SCHEDEXT_RETURN_IF_ERROR(ReadLog(*f, config.log));
+  }
+  if (const Field* f = fields.Find("cluster")) {
+    SCHEDEXT_RETURN_IF_ERROR(ReadCluster(*f, config.cluster));
   }
   const Field* profiles = fields.Find("profiles");
   if (profiles == nullptr) {

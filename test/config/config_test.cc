@@ -159,7 +159,7 @@ TEST(ConfigTest, RejectsUnknownFields) {
   const std::string p(kProfiles);
   ExpectErrors({
       {"top level", p + "profile: x\n",
-       "config.yaml:5:1: profile: unknown field (known: server, log, defaultProfile, profiles)"},
+       "config.yaml:5:1: profile: unknown field (known: server, log, cluster, defaultProfile, profiles)"},
       {"server", "server:\n  listen: \":80\"\n  listn: x\n" + p,
        "config.yaml:3:3: server.listn: unknown field (known: listen, threads, maxBodyBytes, "
        "keepAliveTimeoutSeconds, keepAliveMaxCount, readTimeoutSeconds, writeTimeoutSeconds, "
@@ -257,6 +257,43 @@ TEST(ConfigTest, RejectsBadValues) {
        "config.yaml:5:22: profiles[0].policies[0].args.a: duplicate field"},
       {"args nested error", p + "        args:\n          list:\n            - {k: !x 1}\n",
        "config.yaml:7:19: profiles[0].policies[0].args.list[0].k: unsupported tag \"!x\""},
+  });
+}
+
+TEST(ConfigTest, LoadsTheClusterSection) {
+  const std::string yaml = std::string(R"(cluster:
+  mode: required
+  kubeconfig: /etc/schedext/kubeconfig
+  context: prod
+  qps: 50
+  burst: 100
+  timeoutSeconds: 7
+  assumeTtlSeconds: 0
+  pageSize: 250
+)") + std::string(kProfiles);
+  StatusOr<Config> got = LoadConfigText(yaml, "config.yaml");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  const ClusterConfig& c = got->cluster;
+  EXPECT_EQ(c.mode, "required");
+  EXPECT_EQ(c.kubeconfig, "/etc/schedext/kubeconfig");
+  EXPECT_EQ(c.context, "prod");
+  EXPECT_EQ(c.qps, 50);
+  EXPECT_EQ(c.burst, 100);
+  EXPECT_EQ(c.timeout_seconds, 7);
+  EXPECT_EQ(c.assume_ttl_seconds, 0);
+  EXPECT_EQ(c.page_size, 250);
+
+  StatusOr<Config> defaults = LoadConfigText(std::string(kProfiles), "config.yaml");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->cluster.mode, "auto");
+  EXPECT_EQ(defaults->cluster.assume_ttl_seconds, 30);
+
+  ExpectErrors({
+      {"bad mode", "cluster:\n  mode: sometimes\n" + std::string(kProfiles),
+       "config.yaml:2:9: cluster.mode: must be one of auto, required, disabled (got "
+       "\"sometimes\")"},
+      {"zero qps", "cluster:\n  qps: 0\n" + std::string(kProfiles),
+       "config.yaml:2:8: cluster.qps: must be an integer from 1 to 10000"},
   });
 }
 

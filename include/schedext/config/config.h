@@ -39,6 +39,22 @@ struct LogConfig {
   std::string format = "text";  // text or json
 };
 
+// The connection to the Kubernetes API (cluster cache, node-cache mode, bind).
+struct ClusterConfig {
+  // auto: connect when --kubeconfig / kubeconfig, $KUBECONFIG or the in-cluster
+  // environment is there, else run without a cluster; required: refuse to
+  // start without one; disabled: never connect.
+  std::string mode = "auto";
+  std::string kubeconfig;  // empty: $KUBECONFIG, then in-cluster
+  std::string context;     // empty: the kubeconfig's current-context
+  int qps = 20;            // client-side rate limit of API requests
+  int burst = 40;
+  int timeout_seconds = 10;      // per API request (connect, read, write)
+  int assume_ttl_seconds = 30;   // a bound pod counts at once for this long
+                                 // unless the watch confirms it; 0: forever
+  int page_size = 500;           // LIST page size
+};
+
 struct PolicyConfig {
   std::string name;
   int64_t weight = 1;
@@ -54,6 +70,7 @@ struct ProfileConfig {
 struct Config {
   ServerConfig server;
   LogConfig log;
+  ClusterConfig cluster;
   std::vector<ProfileConfig> profiles;
   // The profile also served at /<verb>; the first profile when empty.
   std::string default_profile;
