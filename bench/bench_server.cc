@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
     names.push_back(p->name());
   }
   schedext::server::Metrics metrics(names);
-  schedext::server::ExtenderService service(profiles, 0, &directory, nullptr, &metrics);
+  schedext::server::ExtenderService service(profiles, 0, directory.cache(), nullptr, &metrics);
   schedext::server::HttpServerOptions options;
   options.server = server_config;
   options.version = "bench";

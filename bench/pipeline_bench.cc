@@ -165,7 +165,7 @@ void FilterSplit2(benchmark::State& state, size_t n, Mode mode) {
 void Service(benchmark::State& state, size_t n, Mode mode, server::Verb verb) {
   const wire::RequestBuffer& body = Payloads::Get().Body(n, mode, Verb::kFilter);
   const BenchDirectory& dir = Payloads::Get().Directory(n);
-  server::ExtenderService service(DefaultProfiles(), 0, &dir, nullptr, nullptr);
+  server::ExtenderService service(DefaultProfiles(), 0, dir.cache(), nullptr, nullptr);
   server::Scratch scratch;
   std::string out;
   server::RequestSummary summary;

@@ -4,32 +4,34 @@
 #include <cstdlib>
 
 #include "schedext/config/config.h"
+#include "schedext/model/owned.h"
 #include "schedext/policy/registry.h"
 
 namespace schedext::bench {
 
 BenchDirectory::BenchDirectory(std::string_view full_body)
-    : buffer_(wire::RequestBuffer::CopyOf(full_body)) {
-  status_ = decoder_.DecodeExtenderArgs(buffer_, args_);
-  if (status_.ok() && args_.mode != wire::NodeMode::kFullNodes) {
+    : cache_(std::make_unique<cluster::ClusterCache>()) {
+  const wire::RequestBuffer buffer = wire::RequestBuffer::CopyOf(full_body);
+  wire::RequestDecoder decoder;
+  wire::ExtenderArgsView args;
+  status_ = decoder.DecodeExtenderArgs(buffer, args);
+  if (status_.ok() && args.mode != wire::NodeMode::kFullNodes) {
     status_ = InvalidArgumentError("BenchDirectory needs a full-mode body");
   }
-  by_name_.reserve(args_.nodes.size());
-  for (const model::NodeInfo& node : args_.nodes) {
-    by_name_.emplace(node.name, &node);
+  std::vector<cluster::InformerObject> nodes;
+  nodes.reserve(args.nodes.size());
+  for (const model::NodeInfo& node : args.nodes) {
+    nodes.push_back({std::make_shared<const model::OwnedNode>(node), {}});
   }
+  size_ = nodes.size();
+  cache_->OnReplace(cluster::ResourceKind::kNodes, std::move(nodes));
+  cache_->OnReplace(cluster::ResourceKind::kPods, {});
 }
 
 Status BenchDirectory::Resolve(std::span<const std::string_view> names,
                                std::vector<const model::NodeInfo*>& out,
                                std::shared_ptr<const void>& keep_alive) const {
-  keep_alive.reset();
-  out.resize(names.size());
-  for (size_t i = 0; i < names.size(); ++i) {
-    auto it = by_name_.find(names[i]);
-    out[i] = it == by_name_.end() ? nullptr : it->second;
-  }
-  return OkStatus();
+  return cache_->Resolve(names, out, keep_alive);
 }
 
 std::vector<std::shared_ptr<const pipeline::Profile>> DefaultProfiles() {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gen/payload_gen.h"
+#include "schedext/cluster/cache.h"
 #include "schedext/cluster/node_directory.h"
 #include "schedext/pipeline/profile.h"
 #include "schedext/wire/decoder.h"
@@ -28,25 +29,23 @@ struct ViewHash {
   size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 
-// A benchmark-only node directory: the node objects of a full-mode body,
-// decoded once with the real decoder, looked up by name in a hash map. The
-// cluster cache of issue 3 will differ (snapshots, watch updates); this one
-// only gives node-cache requests something to resolve against.
+// The node objects of a full-mode body, decoded once with the real decoder and
+// loaded into a real (synced) ClusterCache, as the informers would: what
+// node-cache requests resolve against.
 class BenchDirectory final : public cluster::NodeDirectory {
  public:
   // `full_body` is an ExtenderArgs body with "Nodes".
   explicit BenchDirectory(std::string_view full_body);
   Status status() const { return status_; }
-  size_t size() const { return args_.nodes.size(); }
+  size_t size() const { return size_; }
+  cluster::ClusterCache* cache() const { return cache_.get(); }
 
   Status Resolve(std::span<const std::string_view> names, std::vector<const model::NodeInfo*>& out,
                  std::shared_ptr<const void>& keep_alive) const override;
 
  private:
-  wire::RequestBuffer buffer_;
-  wire::RequestDecoder decoder_;
-  wire::ExtenderArgsView args_;
-  std::unordered_map<std::string_view, const model::NodeInfo*, ViewHash, std::equal_to<>> by_name_;
+  std::unique_ptr<cluster::ClusterCache> cache_;
+  size_t size_ = 0;
   Status status_;
 };
 

@@ -203,4 +203,22 @@ Status Profile::RunPreempt(const model::PodInfo& preemptor,
   return OkStatus();
 }
 
+std::optional<std::string> Profile::CheckFit(const model::PodInfo& pod,
+                                             const model::NodeInfo& node) const {
+  policy::RequestState state;
+  for (const NamedFilter& f : filters_) {
+    if (!f.hook->EvictionCanHelp()) {
+      continue;
+    }
+    if (Status s = f.hook->PreFilter(state, pod); !s.ok()) {
+      return "policy " + std::string(f.policy) + ": " + s.message();
+    }
+    // The reason may point into `state`: copied before it goes.
+    if (policy::Verdict v = f.hook->Filter(state, pod, node); !v.ok()) {
+      return std::string(v.reason);
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace schedext::pipeline

@@ -1,6 +1,7 @@
 #include "schedext/server/service.h"
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include <spdlog/spdlog.h>
@@ -10,8 +11,11 @@
 namespace schedext::server {
 namespace {
 
-// The reason given for names the node directory does not know.
+// The reason given for names the cluster cache does not know.
 constexpr std::string_view kUnknownNode = "node(s) unknown to schedext";
+
+// The usage of a node no pod counts against (yet).
+const model::NodeUsage kNoUsage;
 
 constexpr std::string_view kNoDirectory =
     "node-cache mode (NodeNames) needs schedext's cluster cache, which is not running: "
@@ -31,11 +35,11 @@ int HttpStatusFor(const Status& status) {
 }  // namespace
 
 ExtenderService::ExtenderService(std::vector<std::shared_ptr<const pipeline::Profile>> profiles,
-                                 size_t default_profile, const cluster::NodeDirectory* nodes,
+                                 size_t default_profile, cluster::ClusterCache* cache,
                                  cluster::PodBinder* binder, Metrics* metrics)
     : profiles_(std::move(profiles)),
       default_profile_(default_profile),
-      nodes_(nodes),
+      cache_(cache),
       binder_(binder),
       metrics_(metrics) {}
 
@@ -69,7 +73,7 @@ int ExtenderService::Handle(Verb verb, size_t profile_index, const wire::Request
       http_status = Preempt(profile, body, scratch, out, summary);
       break;
     case Verb::kBind:
-      http_status = Bind(body, scratch, out, summary);
+      http_status = Bind(profile, body, scratch, out, summary);
       break;
   }
   const double seconds =
@@ -104,13 +108,30 @@ int ExtenderService::Handle(Verb verb, size_t profile_index, const wire::Request
   return http_status;
 }
 
+Status ExtenderService::LoadSnapshot(Scratch& s) const {
+  s.snapshot.reset();
+  if (cache_ == nullptr) {
+    return OkStatus();
+  }
+  s.snapshot = cache_->snapshot();
+  if (!s.snapshot->synced()) {
+    return UnavailableError("node cache not synced");
+  }
+  return OkStatus();
+}
+
 Status ExtenderService::ResolveNodes(Scratch& s) const {
   s.nodes.clear();
   s.node_index.clear();
-  s.keep_alive.reset();
   if (s.args.mode == wire::NodeMode::kFullNodes) {
+    SCHEDEXT_RETURN_IF_ERROR(LoadSnapshot(s));
     for (uint32_t i = 0; i < s.args.nodes.size(); ++i) {
-      s.nodes.push_back(&s.args.nodes[i]);
+      model::NodeInfo& node = s.args.nodes[i];
+      if (s.snapshot != nullptr) {
+        const model::NodeUsage* usage = s.snapshot->FindUsage(node.name);
+        node.usage = usage != nullptr ? usage : &kNoUsage;
+      }
+      s.nodes.push_back(&node);
       s.node_index.push_back(i);
     }
     return OkStatus();
@@ -118,11 +139,13 @@ Status ExtenderService::ResolveNodes(Scratch& s) const {
   if (s.args.node_names.empty()) {
     return OkStatus();
   }
-  if (nodes_ == nullptr) {
+  if (cache_ == nullptr) {
     return UnavailableError(std::string(kNoDirectory));
   }
-  SCHEDEXT_RETURN_IF_ERROR(nodes_->Resolve(s.args.node_names, s.resolved, s.keep_alive));
-  for (uint32_t i = 0; i < s.resolved.size(); ++i) {
+  SCHEDEXT_RETURN_IF_ERROR(LoadSnapshot(s));
+  s.resolved.resize(s.args.node_names.size());
+  for (uint32_t i = 0; i < s.args.node_names.size(); ++i) {
+    s.resolved[i] = s.snapshot->FindNode(s.args.node_names[i]);
     if (s.resolved[i] != nullptr) {
       s.nodes.push_back(s.resolved[i]);
       s.node_index.push_back(i);
@@ -272,20 +295,28 @@ int ExtenderService::Preempt(const pipeline::Profile& profile, const wire::Reque
     return 400;
   }
   // Preemption args carry node names only, in both modes: the node objects come
-  // from the directory when there is one. Without it the candidates cannot be
-  // re-checked and pass unchanged.
+  // from the cluster cache when there is one. Without it the candidates cannot
+  // be re-checked and pass unchanged.
   s.resolved.assign(candidates.size(), nullptr);
-  s.keep_alive.reset();
-  if (nodes_ != nullptr) {
-    s.args.node_names.clear();
-    for (const wire::VictimsView& c : candidates) {
-      s.args.node_names.push_back(c.node);
-    }
-    st = nodes_->Resolve(s.args.node_names, s.resolved, s.keep_alive);
-    if (!st.ok()) {
-      summary.error = "preempt: " + st.message();
-      wire::AppendErrorBody(summary.error, out);
-      return HttpStatusFor(st) == 400 ? 500 : HttpStatusFor(st);
+  st = LoadSnapshot(s);
+  if (!st.ok()) {
+    summary.error = "preempt: " + st.message();
+    wire::AppendErrorBody(summary.error, out);
+    return HttpStatusFor(st) == 400 ? 500 : HttpStatusFor(st);
+  }
+  if (s.snapshot != nullptr) {
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      s.resolved[i] = s.snapshot->FindNode(candidates[i].node);
+      if (s.preemption.full_pods) {
+        continue;
+      }
+      // MetaVictims carry UIDs only: the pods (their requests, priority) come
+      // from the cache; a UID it does not know stays a bare UID.
+      for (model::PodInfo& victim : s.preemption.nodes[i].pods) {
+        if (const model::PodInfo* known = s.snapshot->FindPod(victim.uid)) {
+          victim = *known;
+        }
+      }
     }
   }
   s.candidates.resize(candidates.size());
@@ -331,8 +362,8 @@ int ExtenderService::Preempt(const pipeline::Profile& profile, const wire::Reque
   return 200;
 }
 
-int ExtenderService::Bind(const wire::RequestBuffer& body, Scratch& s, std::string& out,
-                          RequestSummary& summary) const {
+int ExtenderService::Bind(const pipeline::Profile& profile, const wire::RequestBuffer& body,
+                          Scratch& s, std::string& out, RequestSummary& summary) const {
   Status st = s.decoder.DecodeBindingArgs(body, s.binding);
   if (!st.ok()) {
     summary.error = st.message();
@@ -358,13 +389,47 @@ int ExtenderService::Bind(const wire::RequestBuffer& body, Scratch& s, std::stri
     summary.error = prefix +
                     ": schedext has no Kubernetes API connection, so it cannot create the "
                     "Binding; remove bindVerb from the scheduler's extender config";
-  } else {
-    st = binder_->Bind({b.pod_namespace, b.pod_name, b.pod_uid, b.node});
-    if (!st.ok()) {
-      summary.error = prefix + ": " + st.message();
-    } else {
-      summary.nodes_out = 1;
+    wire::AppendBindingResult(summary.error, out);
+    return 200;
+  }
+
+  // Check and reserve in one critical section of the cache, so that two binds
+  // in flight cannot both take the last room on a node; then call the API
+  // server with no lock held, and confirm or roll back the reservation.
+  bool reserved = false;
+  if (cache_ != nullptr && !b.pod_uid.empty()) {
+    std::optional<std::string> misfit;
+    const cluster::AssumeRequest request{b.pod_uid, b.pod_namespace, b.pod_name, b.node, nullptr};
+    StatusOr<bool> fits = cache_->AssumeIfFits(
+        request, [&](const model::PodInfo& pod, const model::NodeInfo& node) {
+          misfit = profile.CheckFit(pod, node);
+          return !misfit.has_value();
+        });
+    if (fits.ok() && !*fits) {
+      summary.error = prefix + ": the node no longer fits the pod (" + *misfit + ")";
+      wire::AppendBindingResult(summary.error, out);
+      return 200;
     }
+    if (!fits.ok() && fits.status().code() == StatusCode::kFailedPrecondition) {
+      summary.error = prefix + ": " + fits.status().message();
+      wire::AppendBindingResult(summary.error, out);
+      return 200;
+    }
+    // kNotFound (the pod or node is not in the cache yet) or kUnavailable (not
+    // synced): bind without a reservation; the watch will count the pod.
+    reserved = fits.ok();
+  }
+  st = binder_->Bind({b.pod_namespace, b.pod_name, b.pod_uid, b.node});
+  if (reserved) {
+    // FinishBinding starts the reservation's TTL; kNotFound there only means
+    // the watch has confirmed the pod already.
+    Status ignored = st.ok() ? cache_->FinishBinding(b.pod_uid) : cache_->Forget(b.pod_uid);
+    (void)ignored;
+  }
+  if (!st.ok()) {
+    summary.error = prefix + ": " + st.message();
+  } else {
+    summary.nodes_out = 1;
   }
   wire::AppendBindingResult(summary.error, out);
   return 200;

@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "schedext/config/config.h"
+#include "schedext/model/owned.h"
+#include "schedext/wire/object_decoder.h"
 #include "schedext/policy/registry.h"
 
 namespace schedext::server {
@@ -95,37 +97,34 @@ std::vector<std::string_view> ItemSpans(std::string_view body) {
   return SplitArrayElements(body.substr(begin, i - 1 - begin));
 }
 
-// A node directory over node objects decoded from a full-mode body.
-class FakeDirectory final : public cluster::NodeDirectory {
- public:
-  explicit FakeDirectory(const std::string& full_body)
-      : buffer_(wire::RequestBuffer::CopyOf(full_body)) {
-    Status s = decoder_.DecodeExtenderArgs(buffer_, args_);
-    EXPECT_TRUE(s.ok()) << s.ToString();
-  }
-  Status Resolve(std::span<const std::string_view> names, std::vector<const model::NodeInfo*>& out,
-                 std::shared_ptr<const void>& keep_alive) const override {
-    if (!synced) {
-      return UnavailableError("node cache not synced");
-    }
-    keep_alive.reset();
-    out.assign(names.size(), nullptr);
-    for (size_t i = 0; i < names.size(); ++i) {
-      for (const model::NodeInfo& n : args_.nodes) {
-        if (n.name == names[i]) {
-          out[i] = &n;
-        }
-      }
-    }
-    return OkStatus();
-  }
-  bool synced = true;
-
- private:
-  wire::RequestBuffer buffer_;
-  wire::RequestDecoder decoder_;
-  wire::ExtenderArgsView args_;
-};
+// A synced cluster cache holding the nodes of a full-mode body and `pods`
+// (pod objects as the API serves them), fed as the informers would.
+std::unique_ptr<cluster::ClusterCache> CacheWith(const std::string& full_body,
+                                                 const json& pods = json::array()) {
+  auto cache = std::make_unique<cluster::ClusterCache>();
+  wire::ObjectDecoder decoder;
+  wire::ListMeta meta;
+  std::vector<cluster::InformerObject> nodes;
+  const json node_list = {{"metadata", {{"resourceVersion", "1"}}},
+                          {"items", json::parse(full_body)["Nodes"]["items"]}};
+  wire::RequestBuffer buffer = wire::RequestBuffer::CopyOf(node_list.dump());
+  Status s = decoder.DecodeNodeList(buffer, meta, [&](const wire::NodeObject& o) {
+    nodes.push_back({std::make_shared<const model::OwnedNode>(o.info, o.resource_version), {}});
+    return true;
+  });
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  std::vector<cluster::InformerObject> pod_objects;
+  const json pod_list = {{"metadata", {{"resourceVersion", "1"}}}, {"items", pods}};
+  buffer = wire::RequestBuffer::CopyOf(pod_list.dump());
+  s = decoder.DecodePodList(buffer, meta, [&](const wire::PodObject& o) {
+    pod_objects.push_back({{}, std::make_shared<const model::OwnedPod>(o.info, o.resource_version)});
+    return true;
+  });
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  cache->OnReplace(cluster::ResourceKind::kNodes, std::move(nodes));
+  cache->OnReplace(cluster::ResourceKind::kPods, std::move(pod_objects));
+  return cache;
+}
 
 class FakeBinder final : public cluster::PodBinder {
  public:
@@ -169,7 +168,7 @@ class ServiceTest : public ::testing::Test {
  protected:
   void SetUp() override { Make(nullptr, nullptr); }
 
-  void Make(const cluster::NodeDirectory* directory, cluster::PodBinder* binder) {
+  void Make(cluster::ClusterCache* cache, cluster::PodBinder* binder) {
     auto config = config::LoadConfigText(kConfig, "test");
     ASSERT_TRUE(config.ok()) << config.status().ToString();
     policy::Registry registry;
@@ -183,7 +182,7 @@ class ServiceTest : public ::testing::Test {
       names.push_back(config->profiles[i].name);
     }
     metrics_ = std::make_unique<Metrics>(names);
-    service_ = std::make_unique<ExtenderService>(profiles, 0, directory, binder, metrics_.get());
+    service_ = std::make_unique<ExtenderService>(profiles, 0, cache, binder, metrics_.get());
   }
 
   int Call(Verb verb, std::string_view profile, const std::string& body) {
@@ -282,9 +281,9 @@ TEST_F(ServiceTest, NodeCacheModeWithoutDirectoryAnswersAnError) {
             std::string::npos);
 }
 
-TEST_F(ServiceTest, NodeCacheModeResolvesNamesThroughTheDirectory) {
-  FakeDirectory directory(Full("filter-3"));
-  Make(&directory, nullptr);
+TEST_F(ServiceTest, NodeCacheModeResolvesNamesThroughTheCache) {
+  auto cache = CacheWith(Full("filter-3"));
+  Make(cache.get(), nullptr);
   json body = json::parse(Names("filter-3"));
   body["NodeNames"].push_back("ghost-node");
   ASSERT_EQ(Call(Verb::kFilter, "no-gpu", body.dump()), 200);
@@ -294,9 +293,13 @@ TEST_F(ServiceTest, NodeCacheModeResolvesNamesThroughTheDirectory) {
             R"("lab-gpu-1":"node(s) had forbidden labels","ghost-node":"node(s) unknown to )"
             R"(schedext"},"Error":""})");
 
-  directory.synced = false;
+  cluster::ClusterCache unsynced;
+  Make(&unsynced, nullptr);
   ASSERT_EQ(Call(Verb::kFilter, "no-gpu", body.dump()), 200);
   EXPECT_EQ(json::parse(out_)["Error"], "filter: node cache not synced");
+  ASSERT_EQ(Call(Verb::kFilter, "no-gpu", Full("filter-3")), 200);
+  EXPECT_EQ(json::parse(out_)["Error"], "filter: node cache not synced");
+  EXPECT_EQ(Call(Verb::kPrioritize, "no-gpu", Full("prioritize-3")), 503);
 }
 
 TEST_F(ServiceTest, PrioritizeAnswersOneScorePerNodeInRequestOrder) {
@@ -306,8 +309,8 @@ TEST_F(ServiceTest, PrioritizeAnswersOneScorePerNodeInRequestOrder) {
   EXPECT_EQ(out_,
             R"([{"Host":"lab-cpu-2","Score":0},{"Host":"lab-cpu-1","Score":10},)"
             R"({"Host":"lab-gpu-2","Score":0},{"Host":"lab-gpu-1","Score":10}])");
-  FakeDirectory directory(Full("filter-3"));
-  Make(&directory, nullptr);
+  auto cache = CacheWith(Full("filter-3"));
+  Make(cache.get(), nullptr);
   ASSERT_EQ(Call(Verb::kPrioritize, "zone-a", Names("prioritize-4")), 200);
   EXPECT_EQ(out_,
             R"([{"Host":"lab-cpu-2","Score":0},{"Host":"lab-cpu-1","Score":10},)"
@@ -334,8 +337,8 @@ TEST_F(ServiceTest, PreemptConvertsVictimsToUidsInBothModes) {
 TEST_F(ServiceTest, PreemptDropsNodesWherePreemptorCannotRunAnyway) {
   json nodes = json::parse(Full("filter-3"));
   nodes["Nodes"]["items"][4]["spec"]["unschedulable"] = true;  // lab-gpu-1
-  FakeDirectory directory(nodes.dump());
-  Make(&directory, nullptr);
+  auto cache = CacheWith(nodes.dump());
+  Make(cache.get(), nullptr);
   ASSERT_EQ(Call(Verb::kPreempt, "default", Names("preempt-1")), 200);
   const json reply = json::parse(out_);
   ASSERT_EQ(reply["NodeNameToMetaVictims"].size(), 1u);
@@ -428,9 +431,9 @@ TEST_F(ServiceTest, BadRequestsAnswer400AndTheServiceKeepsWorking) {
 }
 
 TEST_F(ServiceTest, EveryRecordedRequestGetsAnAnswerOfTheRightShape) {
-  FakeDirectory directory(Full("filter-3"));
+  auto cache = CacheWith(Full("filter-3"));
   FakeBinder binder;
-  Make(&directory, &binder);
+  Make(cache.get(), &binder);
   for (std::string_view mode : {"nodecache-false", "nodecache-true"}) {
     for (int i = 1; i <= 11; ++i) {
       SCOPED_TRACE(std::string(mode) + " " + std::to_string(i));

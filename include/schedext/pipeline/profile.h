@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -89,6 +90,13 @@ class Profile {
   // `out` gets one decision per candidate.
   Status RunPreempt(const model::PodInfo& preemptor, std::span<const PreemptCandidate> candidates,
                     policy::RequestState& state, std::vector<PreemptDecision>& out) const;
+
+  // The filters that eviction can help (resource fit), with their PreFilter, on
+  // one node: nullopt when the pod fits, else the first rejection's reason.
+  // bind uses it to re-check a node in the same critical section that
+  // reserves it.
+  std::optional<std::string> CheckFit(const model::PodInfo& pod,
+                                      const model::NodeInfo& node) const;
 
   bool has_filters() const { return !filters_.empty(); }
   bool has_scorers() const { return !scorers_.empty(); }

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "schedext/cluster/binder.h"
-#include "schedext/cluster/node_directory.h"
+#include "schedext/cluster/cache.h"
 #include "schedext/pipeline/profile.h"
 #include "schedext/server/metrics.h"
 #include "schedext/wire/decoder.h"
@@ -39,7 +39,9 @@ struct Scratch {
   std::vector<const model::NodeInfo*> nodes;
   std::vector<uint32_t> node_index;
   std::vector<const model::NodeInfo*> resolved;  // per request node; nullptr = unknown
-  std::shared_ptr<const void> keep_alive;
+  // The cluster snapshot of this request, loaded once; the pointers above may
+  // point into it.
+  std::shared_ptr<const cluster::Snapshot> snapshot;
   policy::RequestState state;
   pipeline::FilterOutcome filter;
   pipeline::ScoreScratch score;
@@ -67,10 +69,13 @@ struct RequestSummary {
 
 class ExtenderService {
  public:
-  // `profiles` non-empty; `default_profile` indexes it. `nodes` and `binder`
-  // may be null (no cluster connection); `metrics` may be null.
+  // `profiles` non-empty; `default_profile` indexes it. `cache` and `binder`
+  // may be null (no cluster connection); `metrics` may be null. With a cache,
+  // names are resolved through its snapshots, full node objects get their
+  // usage from it, preempt resolves victims' UIDs in it, and bind reserves
+  // the pod on its node before calling `binder`.
   ExtenderService(std::vector<std::shared_ptr<const pipeline::Profile>> profiles,
-                  size_t default_profile, const cluster::NodeDirectory* nodes,
+                  size_t default_profile, cluster::ClusterCache* cache,
                   cluster::PodBinder* binder, Metrics* metrics);
 
   // Index of the profile named `name`; "" means the default profile. -1 when
@@ -91,15 +96,19 @@ class ExtenderService {
                  std::string& out, RequestSummary& summary) const;
   int Preempt(const pipeline::Profile& profile, const wire::RequestBuffer& body, Scratch& s,
               std::string& out, RequestSummary& summary) const;
-  int Bind(const wire::RequestBuffer& body, Scratch& s, std::string& out,
-           RequestSummary& summary) const;
+  int Bind(const pipeline::Profile& profile, const wire::RequestBuffer& body, Scratch& s,
+           std::string& out, RequestSummary& summary) const;
+  // Loads the cluster snapshot into s.snapshot: kUnavailable before the cache
+  // has synced; OK and null without a cache.
+  Status LoadSnapshot(Scratch& s) const;
   // Fills s.nodes / s.node_index for the decoded ExtenderArgs: the request's
-  // node objects, or the directory's nodes for names (unknown names left out).
+  // node objects (with the cache's usage), or the cache's nodes for names
+  // (unknown names left out).
   Status ResolveNodes(Scratch& s) const;
 
   std::vector<std::shared_ptr<const pipeline::Profile>> profiles_;
   size_t default_profile_;
-  const cluster::NodeDirectory* nodes_;
+  cluster::ClusterCache* cache_;
   cluster::PodBinder* binder_;
   Metrics* metrics_;
 };
