@@ -66,8 +66,9 @@ TEST(RegistryTest, UnknownPolicyListsTheKnownOnes) {
   ASSERT_FALSE(policy.ok());
   EXPECT_EQ(policy.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(policy.status().message(),
-            "unknown policy \"NodeLable\" (known: NodeHealth, NodeLabel, NodeNumeric, "
-            "TaintToleration)");
+            "unknown policy \"NodeLable\" (known: BalancedAllocation, LeastAllocated, "
+            "MostAllocated, NodeHealth, NodeLabel, NodeNumeric, NodeResourcesFit, "
+            "RequestedToCapacityRatio, TaintToleration)");
 }
 
 TEST(RegistryTest, UnknownPolicyInAnEmptyRegistry) {
@@ -112,11 +113,13 @@ TEST(RegistryTest, NullFromAFactoryIsAnInternalError) {
   EXPECT_EQ(policy.status(), InternalError("policy \"Null\": factory returned null"));
 }
 
-TEST(BuiltinPoliciesTest, RegistersExactlyTheFour) {
+TEST(BuiltinPoliciesTest, RegistersExactlyTheNine) {
   Registry registry;
   ASSERT_TRUE(RegisterBuiltinPolicies(registry).ok());
-  EXPECT_EQ(registry.Names(), (std::vector<std::string>{"NodeHealth", "NodeLabel", "NodeNumeric",
-                                                        "TaintToleration"}));
+  EXPECT_EQ(registry.Names(),
+            (std::vector<std::string>{"BalancedAllocation", "LeastAllocated", "MostAllocated",
+                                      "NodeHealth", "NodeLabel", "NodeNumeric", "NodeResourcesFit",
+                                      "RequestedToCapacityRatio", "TaintToleration"}));
   // A second registration of the same list collides.
   EXPECT_EQ(RegisterBuiltinPolicies(registry).code(), StatusCode::kInvalidArgument);
 }
@@ -127,6 +130,7 @@ TEST(BuiltinPoliciesTest, EachBuildsUnderItsNameWithItsHooks) {
     json args;
     bool want_filter;
     bool want_scorer;
+    bool want_preempter = false;
   };
   const std::vector<Case> cases = {
       {"NodeLabel", json::parse(R"({"required": [{"matchLabels": {"a": "b"}}]})"), true, false},
@@ -136,6 +140,14 @@ TEST(BuiltinPoliciesTest, EachBuildsUnderItsNameWithItsHooks) {
       {"NodeHealth", json::object(), true, false},
       {"NodeNumeric", json::parse(R"({"key": "example.com/load"})"), false, true},
       {"NodeNumeric", json::parse(R"({"key": "example.com/load", "max": 1})"), true, true},
+      {"NodeResourcesFit", json::object(), true, false, true},
+      {"LeastAllocated", json::object(), false, true},
+      {"MostAllocated", json::object(), false, true},
+      {"BalancedAllocation", json::object(), false, true},
+      {"RequestedToCapacityRatio",
+       json::parse(
+           R"({"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]})"),
+       false, true},
   };
   Registry registry;
   ASSERT_TRUE(RegisterBuiltinPolicies(registry).ok());
@@ -146,7 +158,7 @@ TEST(BuiltinPoliciesTest, EachBuildsUnderItsNameWithItsHooks) {
     EXPECT_EQ((*policy)->Name(), c.name);
     EXPECT_EQ((*policy)->AsFilter() != nullptr, c.want_filter);
     EXPECT_EQ((*policy)->AsScorer() != nullptr, c.want_scorer);
-    EXPECT_EQ((*policy)->AsPreempter(), nullptr);
+    EXPECT_EQ((*policy)->AsPreempter() != nullptr, c.want_preempter);
   }
 }
 

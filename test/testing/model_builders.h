@@ -9,6 +9,9 @@
 //       .Unschedulable().Build();
 //   model::PodInfo pod = PodBuilder(arena).Name("p")
 //       .Toleration("k", "v", model::TaintEffect::kNoSchedule).Build();
+//   model::NodeInfo busy = NodeBuilder(arena).Name("n2")
+//       .Allocatable({{"cpu", 4000}, {"memory", 1 << 30}, {"pods", 110}})
+//       .Usage(/*pods=*/3, {{"cpu", 1500}, {"memory", 1 << 29}}).Build();
 //
 // Builders are cheap values; Build() may be called more than once. Header-only
 // and test-only. Thread-safety: none (one test thread).
@@ -19,6 +22,7 @@
 #include <deque>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -53,6 +57,19 @@ class TestArena {
     return out;
   }
 
+  // A stable copy of `usage` (for NodeInfo::usage), its resource names
+  // re-pointed at arena copies.
+  const model::NodeUsage* Keep(const model::NodeUsage& usage) {
+    model::NodeUsage& out = usages_.emplace_back(usage);
+    for (model::ScalarResource& scalar : out.requested.scalars) {
+      scalar.name = Intern(scalar.name);
+    }
+    for (model::ScalarResource& scalar : out.scoring_requested.scalars) {
+      scalar.name = Intern(scalar.name);
+    }
+    return &out;
+  }
+
   model::NodeSelectorTerm Intern(const model::NodeSelectorTerm& term) {
     model::NodeSelectorTerm out;
     for (const model::SelectorRequirement& r : term.match_expressions) {
@@ -66,7 +83,11 @@ class TestArena {
 
  private:
   std::deque<std::string> strings_;
+  std::deque<model::NodeUsage> usages_;
 };
+
+// Resource amounts by name, CPU in milli-cores: {{"cpu", 500}, {"memory", 1 << 30}}.
+using ResourceAmounts = std::initializer_list<std::pair<std::string_view, int64_t>>;
 
 // A requirement for NodeSelectorTerm / PodBuilder affinity helpers. Its views
 // must stay valid until it is passed to a builder (literals are fine).
@@ -116,6 +137,47 @@ class NodeBuilder {
   // Sets allocatable `resource` (CPU in milli-cores, others in units).
   NodeBuilder& Allocatable(std::string_view resource, int64_t amount) {
     node_.allocatable.Set(arena_->Intern(resource), amount);
+    return *this;
+  }
+  // Sets every allocatable resource of `amounts`.
+  NodeBuilder& Allocatable(ResourceAmounts amounts) {
+    for (const auto& [resource, amount] : amounts) {
+      Allocatable(resource, amount);
+    }
+    return *this;
+  }
+  // The cluster cache's usage of the node: `pods` pods whose requests sum to
+  // `requested`; their scoring requests equal `requested`.
+  NodeBuilder& Usage(int64_t pods, ResourceAmounts requested) {
+    return Usage(pods, requested, requested);
+  }
+  // The same with scoring requests (100m / 200Mi defaults) of their own.
+  NodeBuilder& Usage(int64_t pods, ResourceAmounts requested, ResourceAmounts scoring_requested) {
+    model::NodeUsage usage;
+    usage.pods = pods;
+    for (const auto& [resource, amount] : requested) {
+      usage.requested.Set(resource, amount);
+    }
+    for (const auto& [resource, amount] : scoring_requested) {
+      usage.scoring_requested.Set(resource, amount);
+    }
+    node_.usage = arena_->Keep(usage);
+    return *this;
+  }
+  // The usage the cluster cache counts for `pods` bound to the node.
+  NodeBuilder& UsageOf(std::span<const model::PodInfo> pods) {
+    model::NodeUsage usage;
+    usage.pods = static_cast<int64_t>(pods.size());
+    for (const model::PodInfo& pod : pods) {
+      usage.requested.AddAll(pod.requests);
+      usage.scoring_requested.AddAll(pod.scoring_requests);
+    }
+    node_.usage = arena_->Keep(usage);
+    return *this;
+  }
+  // Back to no usage at all (schedext without a cluster connection).
+  NodeBuilder& NoUsage() {
+    node_.usage = nullptr;
     return *this;
   }
   NodeBuilder& Capacity(std::string_view resource, int64_t amount) {

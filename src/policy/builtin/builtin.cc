@@ -2,6 +2,8 @@
 #include "policy/builtin/node_health/node_health.h"
 #include "policy/builtin/node_label/node_label.h"
 #include "policy/builtin/node_numeric/node_numeric.h"
+#include "policy/builtin/node_resources/allocation_scores.h"
+#include "policy/builtin/node_resources/node_resources_fit.h"
 #include "policy/builtin/taint_toleration/taint_toleration.h"
 #include "schedext/policy/registry.h"
 
@@ -12,6 +14,12 @@ Status RegisterBuiltinPolicies(Registry& registry) {
   SCHEDEXT_RETURN_IF_ERROR(registry.Register("TaintToleration", NewTaintToleration));
   SCHEDEXT_RETURN_IF_ERROR(registry.Register("NodeHealth", NewNodeHealth));
   SCHEDEXT_RETURN_IF_ERROR(registry.Register("NodeNumeric", NewNodeNumeric));
+  SCHEDEXT_RETURN_IF_ERROR(registry.Register("NodeResourcesFit", NewNodeResourcesFit));
+  SCHEDEXT_RETURN_IF_ERROR(registry.Register("LeastAllocated", NewLeastAllocated));
+  SCHEDEXT_RETURN_IF_ERROR(registry.Register("MostAllocated", NewMostAllocated));
+  SCHEDEXT_RETURN_IF_ERROR(registry.Register("BalancedAllocation", NewBalancedAllocation));
+  SCHEDEXT_RETURN_IF_ERROR(
+      registry.Register("RequestedToCapacityRatio", NewRequestedToCapacityRatio));
   return OkStatus();
 }
 
