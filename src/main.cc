@@ -19,6 +19,11 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "schedext/cluster/cache.h"
+#include "schedext/cluster/client_config.h"
+#include "schedext/cluster/http_kube_client.h"
+#include "schedext/cluster/informer.h"
+#include "schedext/cluster/kube_binder.h"
 #include "schedext/config/config.h"
 #include "schedext/pipeline/profile.h"
 #include "schedext/policy/registry.h"
@@ -39,6 +44,9 @@ Flags:
                         configuration is used (print it with --print-default-config)
   --listen ADDR         listen address, overrides server.listen: HOST:PORT, [V6]:PORT or :PORT
   --log-level LEVEL     trace, debug, info, warn, error, critical or off (overrides log.level)
+  --kubeconfig FILE     kubeconfig for the Kubernetes API (overrides cluster.kubeconfig);
+                        without it: $KUBECONFIG, then the in-cluster service account
+  --context NAME        kubeconfig context (overrides cluster.context)
   --check-config FILE   validate FILE (syntax, fields, policies and their args) and exit:
                         0 when valid, 1 with a message naming the field otherwise
   --print-default-config
@@ -51,6 +59,8 @@ struct Flags {
   std::optional<std::string> config;
   std::optional<std::string> listen;
   std::optional<std::string> log_level;
+  std::optional<std::string> kubeconfig;
+  std::optional<std::string> context;
   std::optional<std::string> check_config;
   bool print_default_config = false;
   bool version = false;
@@ -93,6 +103,10 @@ bool ParseFlags(int argc, char** argv, Flags& flags, std::string& error) {
       ok = value(flags.listen);
     } else if (arg == "--log-level") {
       ok = value(flags.log_level);
+    } else if (arg == "--kubeconfig") {
+      ok = value(flags.kubeconfig);
+    } else if (arg == "--context") {
+      ok = value(flags.context);
     } else if (arg == "--check-config") {
       ok = value(flags.check_config);
     } else if (arg == "--print-default-config") {
@@ -241,6 +255,111 @@ class SignalWatcher {
   std::thread thread_;
 };
 
+// The Kubernetes API connection: client, cache, informers and binder.
+struct ClusterConnection {
+  std::unique_ptr<schedext::cluster::KubeClient> client;
+  std::unique_ptr<schedext::cluster::ClusterCache> cache;
+  std::unique_ptr<schedext::cluster::Informer> nodes;
+  std::unique_ptr<schedext::cluster::Informer> pods;
+  std::unique_ptr<schedext::cluster::KubeBinder> binder;
+  std::string source;
+
+  bool Ready() const { return cache->Synced() && !nodes->Relisting() && !pods->Relisting(); }
+  void Stop() {
+    nodes->Stop();
+    pods->Stop();
+  }
+};
+
+// Connects as cluster.mode says: nullptr (and OK) when there is nothing to
+// connect to in "auto" mode or when "disabled".
+schedext::StatusOr<std::unique_ptr<ClusterConnection>> ConnectCluster(
+    const schedext::config::ClusterConfig& c) {
+  if (c.mode == "disabled") {
+    return std::unique_ptr<ClusterConnection>();
+  }
+  auto client_config = schedext::cluster::ResolveClientConfig(c.kubeconfig, c.context);
+  if (!client_config.ok()) {
+    if (client_config.status().code() == schedext::StatusCode::kNotFound && c.mode == "auto") {
+      return std::unique_ptr<ClusterConnection>();
+    }
+    return client_config.status().WithContext("cluster");
+  }
+  client_config->qps = c.qps;
+  client_config->burst = c.burst;
+  client_config->timeout = std::chrono::seconds(c.timeout_seconds);
+  auto connection = std::make_unique<ClusterConnection>();
+  connection->source = client_config->source + " (" + client_config->server + ")";
+  auto client = schedext::cluster::NewHttpKubeClient(*client_config);
+  if (!client.ok()) {
+    return client.status().WithContext("cluster");
+  }
+  connection->client = std::move(client).value();
+  schedext::cluster::CacheOptions cache_options;
+  cache_options.assume_ttl = std::chrono::seconds(c.assume_ttl_seconds);
+  connection->cache = std::make_unique<schedext::cluster::ClusterCache>(cache_options);
+  schedext::cluster::InformerOptions nodes;
+  nodes.kind = schedext::cluster::ResourceKind::kNodes;
+  nodes.page_size = c.page_size;
+  schedext::cluster::InformerOptions pods = nodes;
+  pods.kind = schedext::cluster::ResourceKind::kPods;
+  connection->nodes = std::make_unique<schedext::cluster::Informer>(*connection->client,
+                                                                    *connection->cache, nodes);
+  connection->pods = std::make_unique<schedext::cluster::Informer>(*connection->client,
+                                                                   *connection->cache, pods);
+  connection->binder = std::make_unique<schedext::cluster::KubeBinder>(*connection->client);
+  return connection;
+}
+
+// Periodic work beside the server: expiring reservations the watch never
+// confirmed, and a summary of the cluster view in the log. One owned thread.
+class Housekeeper {
+ public:
+  explicit Housekeeper(ClusterConnection* cluster)
+      : cluster_(cluster), thread_([this] { Run(); }) {}
+  ~Housekeeper() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  void Run() {
+    auto next_summary = std::chrono::steady_clock::now();
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!cv_.wait_for(lock, std::chrono::seconds(1), [this] { return done_; })) {
+      if (cluster_ == nullptr) {
+        continue;
+      }
+      const size_t expired = cluster_->cache->ExpireAssumed();
+      if (expired > 0) {
+        spdlog::warn("{} reservation(s) expired without the watch confirming the bind",
+                     expired);
+      }
+      if (std::chrono::steady_clock::now() >= next_summary) {
+        next_summary += std::chrono::seconds(60);
+        const auto stats = cluster_->cache->Stats();
+        const auto nodes = cluster_->nodes->Stats();
+        const auto pods = cluster_->pods->Stats();
+        spdlog::info(
+            "cluster cache: {} nodes, {} pods, {} assumed; node watch: synced={} relisting={} "
+            "events={} failures={}; pod watch: synced={} relisting={} events={} failures={}",
+            stats.nodes, stats.pods, stats.assumed, nodes.synced, nodes.relisting, nodes.events,
+            nodes.failures, pods.synced, pods.relisting, pods.events, pods.failures);
+      }
+    }
+  }
+
+  ClusterConnection* cluster_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -285,6 +404,15 @@ int main(int argc, char** argv) {
   if (flags.log_level) {
     config.log.level = *flags.log_level;
   }
+  if (flags.kubeconfig) {
+    config.cluster.kubeconfig = *flags.kubeconfig;
+    if (config.cluster.mode == "disabled") {
+      config.cluster.mode = "required";
+    }
+  }
+  if (flags.context) {
+    config.cluster.context = *flags.context;
+  }
   if (schedext::Status s = SetUpLogging(config.log); !s.ok()) {
     std::cerr << "schedext: " << s.message() << "\n";
     return 1;
@@ -304,16 +432,29 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  auto cluster = ConnectCluster(config.cluster);
+  if (!cluster.ok()) {
+    spdlog::critical("{}", cluster.status().message());
+    return 1;
+  }
+  std::unique_ptr<ClusterConnection> connection = std::move(cluster).value();
+
   std::vector<std::string> names;
   for (const auto& p : built->profiles) {
     names.push_back(p->name());
   }
   schedext::server::Metrics metrics(names);
-  schedext::server::ExtenderService service(built->profiles, built->default_profile,
-                                            /*nodes=*/nullptr, /*binder=*/nullptr, &metrics);
+  schedext::server::ExtenderService service(
+      built->profiles, built->default_profile,
+      connection ? connection->cache.get() : nullptr,
+      connection ? connection->binder.get() : nullptr, &metrics);
   schedext::server::HttpServerOptions options;
   options.server = config.server;
   options.version = SCHEDEXT_VERSION;
+  if (connection) {
+    ClusterConnection* c = connection.get();
+    options.ready = [c] { return c->Ready(); };
+  }
   schedext::server::HttpServer server(service, &metrics, options);
   if (schedext::Status s = server.Bind(); !s.ok()) {
     spdlog::critical("{}", s.message());
@@ -326,13 +467,25 @@ int main(int argc, char** argv) {
   spdlog::info("schedext {} listening on {}:{} (profiles: {}; default: {}; {} threads)",
                SCHEDEXT_VERSION, config.server.host, server.port(), profile_list,
                names[built->default_profile], config.server.threads);
-  spdlog::info("no cluster connection: node-cache requests (NodeNames) and bind answer an "
-               "error; full-node requests are served");
+  if (connection) {
+    spdlog::info("cluster: {}; watching nodes and pods (not ready until both have synced)",
+                 connection->source);
+    connection->nodes->Start();
+    connection->pods->Start();
+  } else {
+    spdlog::info("no cluster connection (cluster.mode {}): node-cache requests (NodeNames) and "
+                 "bind answer an error; full-node requests are served",
+                 config.cluster.mode);
+  }
 
   schedext::Status served;
   {
+    Housekeeper housekeeper(connection.get());
     SignalWatcher watcher(server, config.server.shutdown_grace_seconds);
     served = server.Serve();
+  }
+  if (connection) {
+    connection->Stop();
   }
   if (!served.ok()) {
     spdlog::critical("{}", served.message());

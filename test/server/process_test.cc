@@ -94,7 +94,17 @@ class Child {
     std::vector<char*> argv;
     for (std::string& a : argv_storage) argv.push_back(a.data());
     argv.push_back(nullptr);
-    const int rc = ::posix_spawn(&pid_, SCHEDEXT_BINARY, &actions, &attr, argv.data(), environ);
+    // Hermetic: whatever cluster the test machine can reach is not the child's
+    // business (cluster.mode auto would connect to it).
+    std::vector<char*> env;
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string_view var(*e);
+      if (var.rfind("KUBECONFIG=", 0) != 0 && var.rfind("KUBERNETES_SERVICE_", 0) != 0) {
+        env.push_back(*e);
+      }
+    }
+    env.push_back(nullptr);
+    const int rc = ::posix_spawn(&pid_, SCHEDEXT_BINARY, &actions, &attr, argv.data(), env.data());
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attr);
     ::close(out_pipe[1]);
