@@ -26,6 +26,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "testing/fake_api_server.h"
 #include "testing/loopback.h"
 
 extern char** environ;
@@ -527,6 +528,52 @@ TEST(ProcessTest, IdleKeepAliveConnectionDoesNotDelayShutdown) {
   EXPECT_LT(steady_clock::now() - start, milliseconds(5000));
   // The idle connection was closed by the server.
   EXPECT_TRUE(idle.PeerClosedWithin(1000));
+}
+
+TEST(ProcessTest, ConnectsToTheClusterFromAKubeconfig) {
+  testing::FakeApiServer api;
+  ASSERT_TRUE(api.Start()) << api.error();
+  const json recorded = json::parse(Fixture("filter-3"));
+  for (const json& node : recorded["Nodes"]["items"]) {
+    ASSERT_FALSE(api.AddNode(node.dump()).empty());
+  }
+  TempFile kubeconfig("apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
+                      "clusters:\n- name: fake\n  cluster:\n    server: " + api.url() +
+                      "\n    certificate-authority: " + api.ca_file() +
+                      "\ncontexts:\n- name: fake\n  context: {cluster: fake, user: fake}\n"
+                      "users:\n- name: fake\n  user:\n    token: " + api.token() + "\n");
+  Child child;
+  const int port = StartServer(child, {"--kubeconfig", kubeconfig.path()});
+  ASSERT_GT(port, 0);
+  // Ready once both informers have synced (bounded retries).
+  int ready = 0;
+  for (int i = 0; i < 500 && ready != 200; ++i) {
+    ready = Exchange(port, BuildRequest("GET", "/readyz", "")).status;
+    if (ready != 200) ::poll(nullptr, 0, 10);
+  }
+  ASSERT_EQ(ready, 200) << child.err();
+  // A node-cache request is answered from the watched nodes.
+  const std::string names = ReadFileToString(std::string(SCHEDEXT_TESTDATA_DIR) +
+                                             "/kube-scheduler-1.26/nodecache-true/filter-3.json");
+  const HttpReply reply = Exchange(port, BuildRequest("POST", "/filter", names));
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  const json body = json::parse(reply.body);
+  EXPECT_EQ(body["NodeNames"].size(), 5u) << reply.body;
+  EXPECT_EQ(body["Error"], "");
+  child.Signal(SIGTERM);
+  EXPECT_EQ(child.Wait(kExitTimeout), 0) << child.err();
+}
+
+TEST(ProcessTest, RequiredClusterWithoutAConnectionRefusesToStart) {
+  TempFile config("cluster:\n  mode: required\nprofiles:\n  - name: default\n    policies:\n"
+                  "      - name: NodeHealth\n");
+  Child child;
+  EXPECT_EQ(Child::Run({"--config", config.path()}, child), 1) << child.err();
+  EXPECT_NE(child.err().find("cluster"), std::string::npos) << child.err();
+  TempFile broken("not: [a kubeconfig");
+  Child second;
+  EXPECT_EQ(Child::Run({"--kubeconfig", broken.path()}, second), 1) << second.err();
+  EXPECT_NE(second.err().find("kubeconfig"), std::string::npos) << second.err();
 }
 
 }  // namespace
