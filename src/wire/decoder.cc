@@ -819,6 +819,22 @@ struct RequestDecoder::Impl : internal::FieldDecoder {
   // when it is the map that counts).
   std::vector<VictimsView> meta_nodes;
 
+  // "Pod" of ExtenderArgs and ExtenderPreemptionArgs: null clears it; an
+  // object decodes into `pod` (a repeated key merges into it, as Go's does).
+  bool DecodeNullablePod(od::value& value, bool& has_pod, model::PodInfo& pod) {
+    bool is_null = false;
+    if (!IsNull(value, is_null)) {
+      return false;
+    }
+    if (is_null) {
+      has_pod = false;
+      pod.Clear();
+      return true;
+    }
+    has_pod = true;
+    return DecodePod(value, pod);
+  }
+
   // ---- Node ----
 
   // The NodeInfo at `index` of `nodes`, cleared: an existing one, one from the
@@ -947,17 +963,7 @@ Status RequestDecoder::DecodeExtenderArgs(const RequestBuffer& body, ExtenderArg
   if (ok && !is_null) {
     ok = d.WalkRoot(doc, [&](std::string_view key, od::value& value) {
       if (KeyIs(key, "Pod")) {
-        bool pod_null = false;
-        if (!d.IsNull(value, pod_null)) {
-          return false;
-        }
-        if (pod_null) {
-          out.has_pod = false;
-          out.pod.Clear();
-          return true;
-        }
-        out.has_pod = true;
-        return d.DecodePod(value, out.pod);
+        return d.DecodeNullablePod(value, out.has_pod, out.pod);
       }
       if (KeyIs(key, "Nodes")) {
         bool list_null = false;
@@ -1031,17 +1037,7 @@ Status RequestDecoder::DecodePreemptionArgs(const RequestBuffer& body, Preemptio
   if (ok && !is_null) {
     ok = d.WalkRoot(doc, [&](std::string_view key, od::value& value) {
       if (KeyIs(key, "Pod")) {
-        bool pod_null = false;
-        if (!d.IsNull(value, pod_null)) {
-          return false;
-        }
-        if (pod_null) {
-          out.has_pod = false;
-          out.pod.Clear();
-          return true;
-        }
-        out.has_pod = true;
-        return d.DecodePod(value, out.pod);
+        return d.DecodeNullablePod(value, out.has_pod, out.pod);
       }
       if (KeyIs(key, "NodeNameToVictims")) {
         bool map_null = false;
