@@ -201,59 +201,6 @@ int CheckConfig(const std::string& path) {
   return 1;
 }
 
-// Waits for SIGTERM/SIGINT (blocked in every thread, so only this one sees
-// them) and stops the server; if in-flight requests have not drained within the
-// grace period, exits anyway.
-class SignalWatcher {
- public:
-  SignalWatcher(schedext::server::HttpServer& server, int grace_seconds)
-      : server_(server), grace_seconds_(grace_seconds), thread_([this] { Run(); }) {}
-  ~SignalWatcher() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-
- private:
-  void Run() {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    const timespec tick{0, 200'000'000};
-    for (;;) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (done_) {
-          return;
-        }
-      }
-      const int sig = sigtimedwait(&set, nullptr, &tick);
-      if (sig == SIGTERM || sig == SIGINT) {
-        spdlog::info("received {}: draining in-flight requests",
-                     sig == SIGTERM ? "SIGTERM" : "SIGINT");
-        server_.Stop();
-        std::unique_lock<std::mutex> lock(mu_);
-        if (!cv_.wait_for(lock, std::chrono::seconds(grace_seconds_), [this] { return done_; })) {
-          spdlog::error("requests did not drain within {} s; exiting", grace_seconds_);
-          spdlog::shutdown();
-          std::_Exit(1);
-        }
-        return;
-      }
-    }
-  }
-
-  schedext::server::HttpServer& server_;
-  const int grace_seconds_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::thread thread_;
-};
 
 // The Kubernetes API connection: client, cache, informers and binder.
 struct ClusterConnection {
@@ -311,13 +258,20 @@ schedext::StatusOr<std::unique_ptr<ClusterConnection>> ConnectCluster(
   return connection;
 }
 
-// Periodic work beside the server: expiring reservations the watch never
-// confirmed, and a summary of the cluster view in the log. One owned thread.
-class Housekeeper {
+// The one thread beside the server's: waits for SIGTERM/SIGINT (blocked in
+// every other thread, so only this one sees them), and once a second does the
+// cluster housekeeping: expiring reservations the watch never confirmed, and a
+// summary of the cluster view in the log every minute. On a signal it stops
+// the server; if in-flight requests have not drained within the grace period,
+// it exits the process.
+class Supervisor {
  public:
-  explicit Housekeeper(ClusterConnection* cluster)
-      : cluster_(cluster), thread_([this] { Run(); }) {}
-  ~Housekeeper() {
+  Supervisor(schedext::server::HttpServer& server, int grace_seconds, ClusterConnection* cluster)
+      : server_(server),
+        grace_seconds_(grace_seconds),
+        cluster_(cluster),
+        thread_([this] { Run(); }) {}
+  ~Supervisor() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       done_ = true;
@@ -328,31 +282,63 @@ class Housekeeper {
 
  private:
   void Run() {
-    auto next_summary = std::chrono::steady_clock::now();
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!cv_.wait_for(lock, std::chrono::seconds(1), [this] { return done_; })) {
-      if (cluster_ == nullptr) {
-        continue;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    const timespec tick{0, 200'000'000};
+    auto next_housekeeping = std::chrono::steady_clock::now();
+    auto next_summary = next_housekeeping;
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (done_) {
+          return;
+        }
       }
-      const size_t expired = cluster_->cache->ExpireAssumed();
-      if (expired > 0) {
-        spdlog::warn("{} reservation(s) expired without the watch confirming the bind",
-                     expired);
+      const int sig = sigtimedwait(&set, nullptr, &tick);
+      if (sig == SIGTERM || sig == SIGINT) {
+        spdlog::info("received {}: draining in-flight requests",
+                     sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        server_.Stop();
+        std::unique_lock<std::mutex> lock(mu_);
+        if (!cv_.wait_for(lock, std::chrono::seconds(grace_seconds_), [this] { return done_; })) {
+          spdlog::error("requests did not drain within {} s; exiting", grace_seconds_);
+          spdlog::shutdown();
+          std::_Exit(1);
+        }
+        return;
       }
-      if (std::chrono::steady_clock::now() >= next_summary) {
-        next_summary += std::chrono::seconds(60);
-        const auto stats = cluster_->cache->Stats();
-        const auto nodes = cluster_->nodes->Stats();
-        const auto pods = cluster_->pods->Stats();
-        spdlog::info(
-            "cluster cache: {} nodes, {} pods, {} assumed; node watch: synced={} relisting={} "
-            "events={} failures={}; pod watch: synced={} relisting={} events={} failures={}",
-            stats.nodes, stats.pods, stats.assumed, nodes.synced, nodes.relisting, nodes.events,
-            nodes.failures, pods.synced, pods.relisting, pods.events, pods.failures);
+      const auto now = std::chrono::steady_clock::now();
+      if (cluster_ != nullptr && now >= next_housekeeping) {
+        next_housekeeping = now + std::chrono::seconds(1);
+        Housekeep(now >= next_summary);
+        if (now >= next_summary) {
+          next_summary = now + std::chrono::seconds(60);
+        }
       }
     }
   }
 
+  void Housekeep(bool summary) {
+    const size_t expired = cluster_->cache->ExpireAssumed();
+    if (expired > 0) {
+      spdlog::warn("{} reservation(s) expired without the watch confirming the bind", expired);
+    }
+    if (summary) {
+      const auto stats = cluster_->cache->Stats();
+      const auto nodes = cluster_->nodes->Stats();
+      const auto pods = cluster_->pods->Stats();
+      spdlog::info(
+          "cluster cache: {} nodes, {} pods, {} assumed; node watch: synced={} relisting={} "
+          "events={} failures={}; pod watch: synced={} relisting={} events={} failures={}",
+          stats.nodes, stats.pods, stats.assumed, nodes.synced, nodes.relisting, nodes.events,
+          nodes.failures, pods.synced, pods.relisting, pods.events, pods.failures);
+    }
+  }
+
+  schedext::server::HttpServer& server_;
+  const int grace_seconds_;
   ClusterConnection* cluster_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -480,8 +466,7 @@ int main(int argc, char** argv) {
 
   schedext::Status served;
   {
-    Housekeeper housekeeper(connection.get());
-    SignalWatcher watcher(server, config.server.shutdown_grace_seconds);
+    Supervisor supervisor(server, config.server.shutdown_grace_seconds, connection.get());
     served = server.Serve();
   }
   if (connection) {
