@@ -74,7 +74,8 @@ struct Fixture {
     cache.OnReplace(ResourceKind::kPods, std::move(pods));
   }
   model::NodeUsage Usage(std::string_view node) {
-    const model::NodeUsage* usage = cache.snapshot()->FindUsage(node);
+    const std::shared_ptr<const Snapshot> snapshot = cache.snapshot();  // keeps `usage` alive
+    const model::NodeUsage* usage = snapshot->FindUsage(node);
     return usage != nullptr ? *usage : model::NodeUsage{};
   }
 };
@@ -222,7 +223,8 @@ TEST(CacheTest, PodsOfAnUnknownNodeCountWhenItArrives) {
   f.Sync({}, {Pod("a", "late", {{"cpu", 300}})});
   EXPECT_EQ(f.cache.snapshot()->FindNode("late"), nullptr);
   f.cache.OnUpsert(ResourceKind::kNodes, Node("late"));
-  const model::NodeInfo* node = f.cache.snapshot()->FindNode("late");
+  const std::shared_ptr<const Snapshot> snapshot = f.cache.snapshot();
+  const model::NodeInfo* node = snapshot->FindNode("late");
   ASSERT_NE(node, nullptr);
   EXPECT_EQ(node->usage->requested.milli_cpu, 300);
   // The node is deleted while its pod still runs: unknown, usage kept.

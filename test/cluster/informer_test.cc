@@ -432,7 +432,8 @@ TEST(InformerTest, EndToEndAgainstFakeApiServer) {
   ASSERT_TRUE(cache.Synced());
   // Fixture pods request 500m cpu each: a + b on n1.
   auto cpu = [&](std::string_view node) {
-    const model::NodeUsage* usage = cache.snapshot()->FindUsage(node);
+    const std::shared_ptr<const Snapshot> snapshot = cache.snapshot();  // keeps `usage` alive
+    const model::NodeUsage* usage = snapshot->FindUsage(node);
     return usage != nullptr ? usage->requested.milli_cpu : 0;
   };
   EXPECT_EQ(cache.snapshot()->node_count(), 3u);
