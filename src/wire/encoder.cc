@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cstdint>
+#include <cstring>
 
 namespace schedext::wire {
 namespace {
@@ -13,34 +14,37 @@ constexpr char kHexDigits[] = "0123456789abcdef";
 // True for the bytes AppendJsonString must escape.
 constexpr bool NeedsEscape(unsigned char c) { return c < 0x20 || c == '"' || c == '\\'; }
 
-void AppendInt(int64_t value, std::string& out) {
-  char digits[24];
-  const std::to_chars_result result = std::to_chars(digits, digits + sizeof(digits), value);
-  out.append(digits, result.ptr);
-}
-
-// {"n1":"reason",...} in the given order; {} when empty.
-void AppendFailedMap(std::span<const FailedNode> failed, std::string& out) {
-  out.push_back('{');
-  bool first = true;
-  for (const FailedNode& node : failed) {
-    if (!first) {
-      out.push_back(',');
+// Index of the first byte of `text` that needs escaping, or text.size(). Eight
+// bytes at a time: a word is checked for '"', '\\' and bytes below 0x20 with
+// the usual zero-byte bit tricks (exact as a yes/no answer per word), and only
+// a flagged word is looked at byte by byte.
+size_t FirstEscape(std::string_view text) {
+  constexpr uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr uint64_t kHigh = 0x8080808080808080ULL;
+  size_t i = 0;
+  for (; i + 8 <= text.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, text.data() + i, 8);
+    const uint64_t quote = w ^ (kOnes * '"');
+    const uint64_t backslash = w ^ (kOnes * '\\');
+    const uint64_t flagged = ((quote - kOnes) & ~quote) | ((backslash - kOnes) & ~backslash) |
+                             ((w - kOnes * 0x20) & ~w);
+    if ((flagged & kHigh) != 0) {
+      break;
     }
-    first = false;
-    AppendJsonString(node.name, out);
-    out.push_back(':');
-    AppendJsonString(node.reason, out);
   }
-  out.push_back('}');
+  for (; i < text.size(); ++i) {
+    if (NeedsEscape(static_cast<unsigned char>(text[i]))) {
+      return i;
+    }
+  }
+  return i;
 }
 
-}  // namespace
-
-void AppendJsonString(std::string_view text, std::string& out) {
-  out.push_back('"');
-  size_t run_start = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
+// The bytes of `text` from `from` on, escaped (no quotes).
+void AppendEscapedTail(std::string_view text, size_t from, std::string& out) {
+  size_t run_start = from;
+  for (size_t i = from; i < text.size(); ++i) {
     const auto c = static_cast<unsigned char>(text[i]);
     if (!NeedsEscape(c)) {
       continue;
@@ -77,11 +81,98 @@ void AppendJsonString(std::string_view text, std::string& out) {
     }
   }
   out.append(text.data() + run_start, text.size() - run_start);
+}
+
+// Small pieces of a reply are assembled in a stack buffer and appended to the
+// output in one call: a std::string append per piece costs more than the copy.
+class Piece {
+ public:
+  static constexpr size_t kCapacity = 256;
+  // False when `n` more bytes do not fit.
+  bool Fits(size_t n) const { return kCapacity - size_ >= n; }
+  void Put(std::string_view text) {
+    std::memcpy(buf_ + size_, text.data(), text.size());
+    size_ += text.size();
+  }
+  void Put(char c) { buf_[size_++] = c; }
+  void PutInt(int64_t value) {
+    size_ = static_cast<size_t>(std::to_chars(buf_ + size_, buf_ + kCapacity, value).ptr - buf_);
+  }
+  void FlushTo(std::string& out) {
+    out.append(buf_, size_);
+    size_ = 0;
+  }
+
+ private:
+  char buf_[kCapacity];
+  size_t size_ = 0;
+};
+
+// Appends `text` quoted and escaped: into `piece` when it needs no escaping and
+// fits, else through `out` (flushing `piece` first).
+void PutJsonString(std::string_view text, Piece& piece, std::string& out) {
+  const size_t first = FirstEscape(text);
+  if (first == text.size() && piece.Fits(text.size() + 2 + 32)) {
+    piece.Put('"');
+    piece.Put(text);
+    piece.Put('"');
+    return;
+  }
+  piece.FlushTo(out);
+  out.push_back('"');
+  out.append(text.data(), first);
+  AppendEscapedTail(text, first, out);
+  out.push_back('"');
+}
+
+void AppendInt(int64_t value, std::string& out) {
+  char digits[24];
+  const std::to_chars_result result = std::to_chars(digits, digits + sizeof(digits), value);
+  out.append(digits, result.ptr);
+}
+
+// {"n1":"reason",...} in the given order; {} when empty.
+void AppendFailedMap(std::span<const FailedNode> failed, std::string& out) {
+  size_t bytes = 2;
+  for (const FailedNode& node : failed) {
+    bytes += node.name.size() + node.reason.size() + 6;
+  }
+  out.reserve(out.size() + bytes);
+  out.push_back('{');
+  Piece piece;
+  bool first = true;
+  for (const FailedNode& node : failed) {
+    if (!first) {
+      piece.Put(',');
+    }
+    first = false;
+    PutJsonString(node.name, piece, out);
+    piece.Put(':');
+    PutJsonString(node.reason, piece, out);
+    piece.FlushTo(out);
+  }
+  out.push_back('}');
+}
+
+}  // namespace
+
+void AppendJsonString(std::string_view text, std::string& out) {
+  const size_t first = FirstEscape(text);
+  out.push_back('"');
+  out.append(text.data(), first);
+  if (first != text.size()) {
+    AppendEscapedTail(text, first, out);
+  }
   out.push_back('"');
 }
 
 void AppendFilterResult(const FilterResultView& result, std::string& out) {
   if (result.mode == NodeMode::kFullNodes) {
+    size_t bytes = 128;
+    for (std::string_view raw : result.passing) {
+      bytes += raw.size() + 1;
+    }
+    out.reserve(out.size() + bytes);
     out.append(R"({"Nodes":{"metadata":{},"items":[)");
     bool first = true;
     for (std::string_view raw : result.passing) {
@@ -93,14 +184,21 @@ void AppendFilterResult(const FilterResultView& result, std::string& out) {
     }
     out.append(R"(]},"NodeNames":null,"FailedNodes":)");
   } else {
+    size_t bytes = 128;
+    for (std::string_view name : result.passing) {
+      bytes += name.size() + 3;
+    }
+    out.reserve(out.size() + bytes);
     out.append(R"({"Nodes":null,"NodeNames":[)");
+    Piece piece;
     bool first = true;
     for (std::string_view name : result.passing) {
       if (!first) {
-        out.push_back(',');
+        piece.Put(',');
       }
       first = false;
-      AppendJsonString(name, out);
+      PutJsonString(name, piece, out);
+      piece.FlushTo(out);
     }
     out.append(R"(],"FailedNodes":)");
   }
@@ -118,18 +216,27 @@ void AppendFilterError(std::string_view error, std::string& out) {
 }
 
 void AppendHostPriorityList(std::span<const HostScore> scores, std::string& out) {
+  constexpr std::string_view kHost = R"({"Host":)";
+  constexpr std::string_view kScore = R"(,"Score":)";
+  size_t bytes = 2;
+  for (const HostScore& score : scores) {
+    bytes += score.host.size() + kHost.size() + kScore.size() + 6;
+  }
+  out.reserve(out.size() + bytes);
   out.push_back('[');
+  Piece piece;
   bool first = true;
   for (const HostScore& score : scores) {
     if (!first) {
-      out.push_back(',');
+      piece.Put(',');
     }
     first = false;
-    out.append(R"({"Host":)");
-    AppendJsonString(score.host, out);
-    out.append(R"(,"Score":)");
-    AppendInt(score.score, out);
-    out.push_back('}');
+    piece.Put(kHost);
+    PutJsonString(score.host, piece, out);  // leaves room for what follows
+    piece.Put(kScore);
+    piece.PutInt(score.score);
+    piece.Put('}');
+    piece.FlushTo(out);
   }
   out.push_back(']');
 }
