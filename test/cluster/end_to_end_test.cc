@@ -252,7 +252,9 @@ TEST(EndToEndTest, BindCreatesTheBindingAndCountsThePodOnce) {
   ASSERT_TRUE(res);
   const std::string failed = json::parse(res->body)["Error"];
   EXPECT_NE(failed.find("etcd is down"), std::string::npos) << failed;
-  const model::NodeUsage* usage = extender.cache().snapshot()->FindUsage("lab-cpu-1");
+  // Pointers into a snapshot are valid while it is held.
+  const auto snapshot = extender.cache().snapshot();
+  const model::NodeUsage* usage = snapshot->FindUsage("lab-cpu-1");
   EXPECT_TRUE(usage == nullptr || usage->pods == 0);
 }
 
@@ -309,7 +311,8 @@ TEST(EndToEndTest, ConcurrentBindsNeverDoubleBookANode) {
   EXPECT_EQ(api.bindings().size(), 15u);
   // Once the watch has confirmed every bind: counted once each, nothing assumed.
   ASSERT_TRUE(Eventually([&] {
-    const model::NodeUsage* usage = extender.cache().snapshot()->FindUsage("lab-cpu-2");
+    const auto snapshot = extender.cache().snapshot();
+    const model::NodeUsage* usage = snapshot->FindUsage("lab-cpu-2");
     return usage != nullptr && usage->pods == 15 && extender.cache().Stats().assumed == 0;
   }));
   EXPECT_EQ(extender.cache().snapshot()->FindUsage("lab-cpu-2")->requested.milli_cpu, 7500);
