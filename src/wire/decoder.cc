@@ -186,35 +186,32 @@ bool FieldDecoder::IsNull(od::value& v, bool& is_null) {
   return true;
 }
 
+namespace {
+
+// The string of `v`, whose type the caller has read already.
+bool StringOfType(FieldDecoder& d, od::value& v, od::json_type type, std::string_view& out) {
+  if (type != od::json_type::string) {
+    return d.Fail("expected a string");
+  }
+  if (auto code = v.get_string().get(out)) {
+    return d.Fail(code);
+  }
+  return true;
+}
+
+}  // namespace
+
 bool FieldDecoder::ReadString(od::value& v, std::string_view& out) {
   od::json_type type;
   if (!ReadType(v, type)) {
     return false;
   }
-  if (type == od::json_type::null) {
-    return true;
-  }
-  if (type != od::json_type::string) {
-    return Fail("expected a string");
-  }
-  if (auto code = v.get_string().get(out)) {
-    return Fail(code);
-  }
-  return true;
+  return type == od::json_type::null || StringOfType(*this, v, type, out);
 }
 
 bool FieldDecoder::ReadRequiredString(od::value& v, std::string_view& out) {
   od::json_type type;
-  if (!ReadType(v, type)) {
-    return false;
-  }
-  if (type != od::json_type::string) {
-    return Fail("expected a string");
-  }
-  if (auto code = v.get_string().get(out)) {
-    return Fail(code);
-  }
-  return true;
+  return ReadType(v, type) && StringOfType(*this, v, type, out);
 }
 
 bool FieldDecoder::ReadBool(od::value& v, bool& out) {
