@@ -211,7 +211,12 @@ struct ClusterConnection {
   std::unique_ptr<schedext::cluster::KubeBinder> binder;
   std::string source;
 
-  bool Ready() const { return cache->Synced() && !nodes->Relisting() && !pods->Relisting(); }
+  bool ready_during_relist = false;
+
+  bool Ready() const {
+    return cache->Synced() &&
+           (ready_during_relist || (!nodes->Relisting() && !pods->Relisting()));
+  }
   void Stop() {
     nodes->Stop();
     pods->Stop();
@@ -236,6 +241,7 @@ schedext::StatusOr<std::unique_ptr<ClusterConnection>> ConnectCluster(
   client_config->burst = c.burst;
   client_config->timeout = std::chrono::seconds(c.timeout_seconds);
   auto connection = std::make_unique<ClusterConnection>();
+  connection->ready_during_relist = c.ready_during_relist;
   connection->source = client_config->source + " (" + client_config->server + ")";
   auto client = schedext::cluster::NewHttpKubeClient(*client_config);
   if (!client.ok()) {

@@ -62,9 +62,10 @@ constexpr std::array<std::string_view, 2> kLogFormats = {"text", "json"};
 
 constexpr std::array<std::string_view, 5> kTopLevelFields = {"server", "log", "cluster",
                                                              "defaultProfile", "profiles"};
-constexpr std::array<std::string_view, 8> kClusterFields = {
-    "mode", "kubeconfig", "context", "qps", "burst", "timeoutSeconds", "assumeTtlSeconds",
-    "pageSize"};
+constexpr std::array<std::string_view, 9> kClusterFields = {
+    "mode",           "kubeconfig", "context",          "qps",
+    "burst",          "timeoutSeconds", "assumeTtlSeconds", "pageSize",
+    "readyDuringRelist"};
 constexpr std::array<std::string_view, 3> kClusterModes = {"auto", "required", "disabled"};
 constexpr std::array<std::string_view, 8> kServerFields = {
     "listen",           "threads",           "maxBodyBytes",        "keepAliveTimeoutSeconds",
@@ -350,6 +351,8 @@ class Loader {
                      int64_t min, int64_t max, std::string_view expectation, T& out) const;
   Status ReadOneOf(const Fields& fields, std::string_view name, std::string_view path,
                    std::span<const std::string_view> allowed, std::string& out) const;
+  Status ReadBoolInto(const Fields& fields, std::string_view name, std::string_view path,
+                      bool& out) const;
 
   Status ReadServer(const Field& f, ServerConfig& server) const;
   Status ReadLog(const Field& f, LogConfig& log) const;
@@ -435,6 +438,25 @@ Status Loader::ReadIntInto(const Fields& fields, std::string_view name, std::str
   return OkStatus();
 }
 
+Status Loader::ReadBoolInto(const Fields& fields, std::string_view name, std::string_view path,
+                            bool& out) const {
+  const Field* f = fields.Find(name);
+  if (f == nullptr) {
+    return OkStatus();  // keep the default
+  }
+  // Plain YAML 1.2 core booleans only: "true" in quotes is a string.
+  const YAML::Node& v = f->value;
+  const std::string text = v.IsScalar() && v.Tag() == "?" ? v.Scalar() : std::string();
+  if (text == "true" || text == "True" || text == "TRUE") {
+    out = true;
+  } else if (text == "false" || text == "False" || text == "FALSE") {
+    out = false;
+  } else {
+    return ErrorAt(MarkOf(*f), Join(path, name), "must be true or false");
+  }
+  return OkStatus();
+}
+
 Status Loader::ReadOneOf(const Fields& fields, std::string_view name, std::string_view path,
                          std::span<const std::string_view> allowed, std::string& out) const {
   const Field* f = fields.Find(name);
@@ -517,6 +539,8 @@ Status Loader::ReadCluster(const Field& f, ClusterConfig& cluster) const {
                                        cluster.assume_ttl_seconds));
   SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "pageSize", kPath, 1, 100000,
                                        "an integer from 1 to 100000", cluster.page_size));
+  SCHEDEXT_RETURN_IF_ERROR(
+      ReadBoolInto(fields, "readyDuringRelist", kPath, cluster.ready_during_relist));
   return OkStatus();
 }
 

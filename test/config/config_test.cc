@@ -270,6 +270,7 @@ TEST(ConfigTest, LoadsTheClusterSection) {
   timeoutSeconds: 7
   assumeTtlSeconds: 0
   pageSize: 250
+  readyDuringRelist: true
 )") + std::string(kProfiles);
   StatusOr<Config> got = LoadConfigText(yaml, "config.yaml");
   ASSERT_TRUE(got.ok()) << got.status().ToString();
@@ -282,11 +283,13 @@ TEST(ConfigTest, LoadsTheClusterSection) {
   EXPECT_EQ(c.timeout_seconds, 7);
   EXPECT_EQ(c.assume_ttl_seconds, 0);
   EXPECT_EQ(c.page_size, 250);
+  EXPECT_TRUE(c.ready_during_relist);
 
   StatusOr<Config> defaults = LoadConfigText(std::string(kProfiles), "config.yaml");
   ASSERT_TRUE(defaults.ok());
   EXPECT_EQ(defaults->cluster.mode, "auto");
   EXPECT_EQ(defaults->cluster.assume_ttl_seconds, 30);
+  EXPECT_FALSE(defaults->cluster.ready_during_relist);
 
   ExpectErrors({
       {"bad mode", "cluster:\n  mode: sometimes\n" + std::string(kProfiles),
@@ -294,6 +297,8 @@ TEST(ConfigTest, LoadsTheClusterSection) {
        "\"sometimes\")"},
       {"zero qps", "cluster:\n  qps: 0\n" + std::string(kProfiles),
        "config.yaml:2:8: cluster.qps: must be an integer from 1 to 10000"},
+      {"quoted bool", "cluster:\n  readyDuringRelist: \"yes\"\n" + std::string(kProfiles),
+       "config.yaml:2:22: cluster.readyDuringRelist: must be true or false"},
   });
 }
 

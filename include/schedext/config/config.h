@@ -53,6 +53,9 @@ struct ClusterConfig {
   int assume_ttl_seconds = 30;   // a bound pod counts at once for this long
                                  // unless the watch confirms it; 0: forever
   int page_size = 500;           // LIST page size
+  // /readyz answers 200 while an informer relists after the first sync (the
+  // cache then still serves its last view); false: not ready until it is done.
+  bool ready_during_relist = false;
 };
 
 struct PolicyConfig {
