@@ -67,9 +67,10 @@ constexpr std::array<std::string_view, 9> kClusterFields = {
     "burst",          "timeoutSeconds", "assumeTtlSeconds", "pageSize",
     "readyDuringRelist"};
 constexpr std::array<std::string_view, 3> kClusterModes = {"auto", "required", "disabled"};
-constexpr std::array<std::string_view, 8> kServerFields = {
+constexpr std::array<std::string_view, 9> kServerFields = {
     "listen",           "threads",           "maxBodyBytes",        "keepAliveTimeoutSeconds",
-    "keepAliveMaxCount", "readTimeoutSeconds", "writeTimeoutSeconds", "shutdownGraceSeconds"};
+    "keepAliveMaxCount", "readTimeoutSeconds", "writeTimeoutSeconds", "shutdownGraceSeconds",
+    "keepBufferBytes"};
 constexpr std::array<std::string_view, 2> kLogFields = {"level", "format"};
 constexpr std::array<std::string_view, 2> kProfileFields = {"name", "policies"};
 constexpr std::array<std::string_view, 3> kPolicyFields = {"name", "weight", "args"};
@@ -506,6 +507,8 @@ Status Loader::ReadServer(const Field& f, ServerConfig& server) const {
   SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "shutdownGraceSeconds", kPath, 0, 3600,
                                        "an integer from 0 to 3600",
                                        server.shutdown_grace_seconds));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "keepBufferBytes", kPath, 0, kMaxInt64,
+                                       "a non-negative integer", server.keep_buffer_bytes));
   return OkStatus();
 }
 

@@ -24,9 +24,10 @@
 namespace schedext::server {
 namespace {
 
-// Buffers that grew past this for one huge request are released afterwards, so
-// a pool of idle workers does not sit on hundreds of MB.
-constexpr size_t kKeepBufferBytes = size_t{16} << 20;
+// A reply buffer that grew past this is handed to the response and released
+// with it, so a pool of idle workers does not sit on hundreds of MB. (The
+// request buffer and parser follow server.keepBufferBytes.)
+constexpr size_t kKeepReplyBytes = size_t{16} << 20;
 
 struct VerbPath {
   std::string_view profile;  // "" for the default profile
@@ -379,7 +380,7 @@ void HttpServer::Impl::Configure() {
 void HttpServer::Impl::HandleVerb(const httplib::Request& req, httplib::Response& res,
                                   const httplib::ContentReader& reader) {
   Worker& w = t_worker;
-  if (w.out.capacity() > kKeepBufferBytes) {
+  if (w.out.capacity() > kKeepReplyBytes) {
     // The previous reply has been sent by now; release its memory.
     std::string().swap(w.out);
   }
@@ -429,14 +430,14 @@ void HttpServer::Impl::HandleVerb(const httplib::Request& req, httplib::Response
   res.status = service.Handle(*verb, static_cast<size_t>(profile), w.body, w.scratch, w.out,
                               summary);
   w.out.push_back('\n');
-  if (w.out.capacity() > kKeepBufferBytes) {
+  if (w.out.capacity() > kKeepReplyBytes) {
     res.body.swap(w.out);  // would be released anyway: hand it over without a copy
     res.set_header("Content-Type", "application/json");
   } else {
     res.set_content(w.out, "application/json");
   }
-  w.body.ShrinkTo(kKeepBufferBytes);
-  w.scratch.decoder.ShrinkTo(kKeepBufferBytes);
+  w.body.ShrinkTo(options.server.keep_buffer_bytes);
+  w.scratch.decoder.ShrinkTo(options.server.keep_buffer_bytes);
 }
 
 void HttpServer::Impl::HandleUnrouted(const httplib::Request& req, httplib::Response& res,
