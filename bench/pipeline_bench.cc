@@ -62,7 +62,7 @@ void Resolve(benchmark::State& state, size_t n) {
   const Prepared& p = Prepare(n, Mode::kNames);
   const BenchDirectory& dir = Payloads::Get().Directory(n);
   std::vector<const model::NodeInfo*> out;
-  std::shared_ptr<const void> keep_alive;
+  std::shared_ptr<const cluster::Snapshot> keep_alive;
   for (auto _ : state) {
     Status s = dir.Resolve(p.args.node_names, out, keep_alive);
     benchmark::DoNotOptimize(out.data());

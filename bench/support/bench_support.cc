@@ -30,8 +30,8 @@ BenchDirectory::BenchDirectory(std::string_view full_body)
 
 Status BenchDirectory::Resolve(std::span<const std::string_view> names,
                                std::vector<const model::NodeInfo*>& out,
-                               std::shared_ptr<const void>& keep_alive) const {
-  return cache_->Resolve(names, out, keep_alive);
+                               std::shared_ptr<const cluster::Snapshot>& snapshot) const {
+  return cache_->Resolve(names, out, snapshot);
 }
 
 std::vector<std::shared_ptr<const pipeline::Profile>> DefaultProfiles() {
@@ -128,7 +128,7 @@ const Prepared& Prepare(size_t n, Mode mode) {
       p.nodes.push_back(&node);
     }
   } else {
-    std::shared_ptr<const void> keep_alive;
+    std::shared_ptr<const cluster::Snapshot> keep_alive;
     Check(Payloads::Get().Directory(n).Resolve(p.args.node_names, p.nodes, keep_alive),
           "resolve");
     for (const model::NodeInfo* node : p.nodes) {

@@ -1,5 +1,5 @@
-// Shared pieces of the benchmarks: a NodeDirectory standing in for the cluster
-// cache (issue 3), the default profile, and request bodies generated once.
+// Shared pieces of the benchmarks: a synced ClusterCache holding the generated
+// nodes, the default profile, and request bodies generated once.
 //
 // Thread-safety: BenchDirectory::Resolve may run concurrently once built; the
 // payload cache is for one benchmark thread.
@@ -15,7 +15,6 @@
 
 #include "gen/payload_gen.h"
 #include "schedext/cluster/cache.h"
-#include "schedext/cluster/node_directory.h"
 #include "schedext/pipeline/profile.h"
 #include "schedext/wire/decoder.h"
 #include "schedext/wire/messages.h"
@@ -32,7 +31,7 @@ struct ViewHash {
 // The node objects of a full-mode body, decoded once with the real decoder and
 // loaded into a real (synced) ClusterCache, as the informers would: what
 // node-cache requests resolve against.
-class BenchDirectory final : public cluster::NodeDirectory {
+class BenchDirectory final {
  public:
   // `full_body` is an ExtenderArgs body with "Nodes".
   explicit BenchDirectory(std::string_view full_body);
@@ -41,7 +40,7 @@ class BenchDirectory final : public cluster::NodeDirectory {
   cluster::ClusterCache* cache() const { return cache_.get(); }
 
   Status Resolve(std::span<const std::string_view> names, std::vector<const model::NodeInfo*>& out,
-                 std::shared_ptr<const void>& keep_alive) const override;
+                 std::shared_ptr<const cluster::Snapshot>& snapshot) const;
 
  private:
   std::unique_ptr<cluster::ClusterCache> cache_;

@@ -586,8 +586,8 @@ size_t ClusterCache::ExpireAssumed() {
 
 Status ClusterCache::Resolve(std::span<const std::string_view> names,
                              std::vector<const model::NodeInfo*>& out,
-                             std::shared_ptr<const void>& keep_alive) const {
-  std::shared_ptr<const Snapshot> snap = snapshot();
+                             std::shared_ptr<const Snapshot>& snap) const {
+  snap = snapshot();
   if (!snap->synced()) {
     out.clear();
     return UnavailableError("node cache not synced");
@@ -596,7 +596,6 @@ Status ClusterCache::Resolve(std::span<const std::string_view> names,
   for (size_t i = 0; i < names.size(); ++i) {
     out[i] = snap->FindNode(names[i]);
   }
-  keep_alive = std::move(snap);
   return OkStatus();
 }
 

@@ -142,10 +142,8 @@ Status ExtenderService::ResolveNodes(Scratch& s) const {
   if (cache_ == nullptr) {
     return UnavailableError(std::string(kNoDirectory));
   }
-  SCHEDEXT_RETURN_IF_ERROR(LoadSnapshot(s));
-  s.resolved.resize(s.args.node_names.size());
-  for (uint32_t i = 0; i < s.args.node_names.size(); ++i) {
-    s.resolved[i] = s.snapshot->FindNode(s.args.node_names[i]);
+  SCHEDEXT_RETURN_IF_ERROR(cache_->Resolve(s.args.node_names, s.resolved, s.snapshot));
+  for (uint32_t i = 0; i < s.resolved.size(); ++i) {
     if (s.resolved[i] != nullptr) {
       s.nodes.push_back(s.resolved[i]);
       s.node_index.push_back(i);

@@ -183,7 +183,7 @@ TEST(CacheTest, ResolveNeedsBothInformersSynced) {
   Fixture f;
   const std::vector<std::string_view> names = {"n1", "nope", "n2"};
   std::vector<const model::NodeInfo*> out;
-  std::shared_ptr<const void> keep_alive;
+  std::shared_ptr<const Snapshot> keep_alive;
   EXPECT_EQ(f.cache.Resolve(names, out, keep_alive).code(), StatusCode::kUnavailable);
   f.cache.OnReplace(ResourceKind::kNodes, {Node("n1"), Node("n2")});
   EXPECT_EQ(f.cache.Resolve(names, out, keep_alive).code(), StatusCode::kUnavailable);
@@ -483,7 +483,7 @@ TEST(CacheTest, ConcurrentEventsResolvesAndReservationsNeverDoubleBook) {
       std::vector<std::string_view> names = {"n1", "n2", "tight", "missing"};
       std::vector<const model::NodeInfo*> out;
       while (!done) {
-        std::shared_ptr<const void> keep_alive;
+        std::shared_ptr<const Snapshot> keep_alive;
         ASSERT_TRUE(f.cache.Resolve(names, out, keep_alive).ok());
         for (const model::NodeInfo* node : out) {
           if (node != nullptr) {

@@ -56,7 +56,6 @@
 #include <vector>
 
 #include "schedext/cluster/informer.h"
-#include "schedext/cluster/node_directory.h"
 #include "schedext/model/node_info.h"
 #include "schedext/model/owned.h"
 #include "schedext/model/pod_info.h"
@@ -139,7 +138,7 @@ struct CacheStats {
   size_t last_update_copied_slots = 0;
 };
 
-class ClusterCache final : public InformerHandler, public NodeDirectory {
+class ClusterCache final : public InformerHandler {
  public:
   // Called under mu_ with the pod (node_name = the target node) and the node as
   // the latest snapshot would show it (usage includes every reservation).
@@ -186,11 +185,12 @@ class ClusterCache final : public InformerHandler, public NodeDirectory {
   void OnUpsert(ResourceKind kind, InformerObject object) override;
   void OnDelete(ResourceKind kind, InformerObject object) override;
 
-  // ---- NodeDirectory ----
-  // kUnavailable ("node cache not synced") before Synced(); unknown names give
-  // nullptr; `keep_alive` receives the snapshot the pointers point into.
+  // ---- reading by name ----
+  // out[i] = the node named names[i] in one snapshot (nullptr when unknown);
+  // `snapshot` receives that snapshot, which the pointers point into.
+  // kUnavailable ("node cache not synced") before Synced().
   Status Resolve(std::span<const std::string_view> names, std::vector<const model::NodeInfo*>& out,
-                 std::shared_ptr<const void>& keep_alive) const override;
+                 std::shared_ptr<const Snapshot>& snapshot) const;
 
  private:
   struct Index;  // the mutable bookkeeping, guarded by mu_; defined in cache.cc
