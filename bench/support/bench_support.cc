@@ -21,7 +21,7 @@ BenchDirectory::BenchDirectory(std::string_view full_body)
   std::vector<cluster::InformerObject> nodes;
   nodes.reserve(args.nodes.size());
   for (const model::NodeInfo& node : args.nodes) {
-    nodes.push_back({std::make_shared<const model::OwnedNode>(node), {}});
+    nodes.push_back({std::make_shared<const model::OwnedNode>(node), {}, {}});
   }
   size_ = nodes.size();
   cache_->OnReplace(cluster::ResourceKind::kNodes, std::move(nodes));

@@ -376,6 +376,12 @@ void Snapshot::ForEachNode(const std::function<void(const model::NodeInfo&)>& fn
   });
 }
 
+void Snapshot::ForEachPod(
+    const std::function<void(const model::PodInfo& pod, bool assumed)>& fn) const {
+  state_->pods.ForEach(
+      [&](const std::shared_ptr<const PodEntry>& entry) { fn(entry->pod->info(), entry->assumed); });
+}
+
 size_t Snapshot::pod_count() const { return state_->pods.size(); }
 
 // ---- ClusterCache ----

@@ -43,7 +43,15 @@ std::string QueryEscape(std::string_view text) {
 }  // namespace
 
 std::string_view ResourceKindName(ResourceKind kind) {
-  return kind == ResourceKind::kNodes ? "nodes" : "pods";
+  switch (kind) {
+    case ResourceKind::kNodes:
+      return "nodes";
+    case ResourceKind::kPods:
+      return "pods";
+    case ResourceKind::kConfigMaps:
+      return "configmaps";
+  }
+  return "unknown";
 }
 
 // The loop's own state: touched only by the informer thread.
@@ -167,13 +175,14 @@ class Informer::Run {
       return decoder_.DecodeNodeList(buffer_, meta, [&](const wire::NodeObject& node) {
         objects.push_back({std::make_shared<const model::OwnedNode>(
                                node.info, node.resource_version, node.deleting),
-                           nullptr});
+                           nullptr, nullptr});
         return true;
       });
     }
     return decoder_.DecodePodList(buffer_, meta, [&](const wire::PodObject& pod) {
       objects.push_back({nullptr, std::make_shared<const model::OwnedPod>(
-                                      pod.info, pod.resource_version, pod.deleting)});
+                                      pod.info, pod.resource_version, pod.deleting),
+                         nullptr});
       return true;
     });
   }

@@ -841,4 +841,15 @@ Status ApplyListenAddress(std::string_view listen, ServerConfig& server) {
   return OkStatus();
 }
 
+bool Config::UsesPolicy(std::string_view name) const {
+  for (const ProfileConfig& profile : profiles) {
+    for (const PolicyConfig& policy : profile.policies) {
+      if (policy.name == name) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 }  // namespace schedext::config

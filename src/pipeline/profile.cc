@@ -16,7 +16,8 @@ void FilterOutcome::Clear() {
 
 StatusOr<std::shared_ptr<const Profile>> Profile::Build(const config::ProfileConfig& config,
                                                         const policy::Registry& registry,
-                                                        std::string_view path) {
+                                                        std::string_view path,
+                                                        const model::GpuShareConvention* gpushare) {
   // Profile's constructor is private, so make_shared cannot reach it.
   std::shared_ptr<Profile> profile(new Profile());
   profile->name_ = config.name;
@@ -37,6 +38,7 @@ StatusOr<std::shared_ptr<const Profile>> Profile::Build(const config::ProfileCon
     }
     policy::PolicyContext context;
     context.args_path = where + ".args";
+    context.gpushare = gpushare;
     auto created = registry.Create(pc.name, pc.args ? *pc.args : kNoArgs, context);
     if (!created.ok()) {
       // An unknown name is the registry's kNotFound, but to the caller it is
@@ -47,7 +49,8 @@ StatusOr<std::shared_ptr<const Profile>> Profile::Build(const config::ProfileCon
     const policy::FilterHook* filter = p->AsFilter();
     const policy::ScoreHook* scorer = p->AsScorer();
     const policy::PreemptHook* preempter = p->AsPreempter();
-    if (filter == nullptr && scorer == nullptr && preempter == nullptr) {
+    const policy::ReserveHook* reserver = p->AsReserver();
+    if (filter == nullptr && scorer == nullptr && preempter == nullptr && reserver == nullptr) {
       return InvalidArgumentError(where + ": policy \"" + pc.name +
                                   "\" has nothing to do with these args (no filter, score or "
                                   "preempt hook)");
@@ -62,6 +65,9 @@ StatusOr<std::shared_ptr<const Profile>> Profile::Build(const config::ProfileCon
     }
     if (preempter != nullptr) {
       profile->preempters_.push_back({name, preempter});
+    }
+    if (reserver != nullptr) {
+      profile->reservers_.push_back({name, reserver});
     }
     profile->policies_.push_back(std::move(p));
   }
@@ -152,6 +158,7 @@ Status Profile::RunPreempt(const model::PodInfo& preemptor,
                            std::span<const PreemptCandidate> candidates,
                            policy::RequestState& state, std::vector<PreemptDecision>& out) const {
   out.resize(candidates.size());
+  std::vector<uint8_t> hook_needed;
   for (const NamedFilter& f : filters_) {
     if (f.hook->EvictionCanHelp()) {
       continue;
@@ -184,15 +191,22 @@ Status Profile::RunPreempt(const model::PodInfo& preemptor,
         break;
       }
     }
+    if (!preempters_.empty()) {
+      std::fill(decision.needed.begin(), decision.needed.end(), 0);
+    }
     for (size_t h = 0; decision.keep && h < preempters_.size(); ++h) {
+      hook_needed.assign(candidate.victims.size(), 1);
       policy::Verdict verdict = preempters_[h].hook->SelectVictims(
-          state, preemptor, *candidate.node, candidate.victims, decision.needed);
+          state, preemptor, *candidate.node, candidate.victims, hook_needed);
       if (verdict.code == policy::Verdict::Code::kError) {
         return InternalError("policy " + std::string(preempters_[h].policy) + ": node " +
                              std::string(candidate.node->name) + ": " +
                              std::string(verdict.reason));
       }
       decision.keep = verdict.ok();
+      for (size_t v = 0; v < hook_needed.size(); ++v) {
+        decision.needed[v] |= hook_needed[v] != 0 ? 1 : 0;
+      }
     }
     if (decision.keep &&
         std::none_of(decision.needed.begin(), decision.needed.end(),
@@ -216,6 +230,19 @@ std::optional<std::string> Profile::CheckFit(const model::PodInfo& pod,
     // The reason may point into `state`: copied before it goes.
     if (policy::Verdict v = f.hook->Filter(state, pod, node); !v.ok()) {
       return std::string(v.reason);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> Profile::Reserve(const model::PodInfo& pod,
+                                            const model::NodeInfo& node,
+                                            policy::PodAnnotations& out) const {
+  const size_t before = out.size();
+  for (const NamedReserver& r : reservers_) {
+    if (Status s = r.hook->Reserve(pod, node, out); !s.ok()) {
+      out.resize(before);
+      return std::string(r.policy) + ": " + s.message();
     }
   }
   return std::nullopt;

@@ -36,12 +36,14 @@ int HttpStatusFor(const Status& status) {
 
 ExtenderService::ExtenderService(std::vector<std::shared_ptr<const pipeline::Profile>> profiles,
                                  size_t default_profile, cluster::ClusterCache* cache,
-                                 cluster::PodBinder* binder, Metrics* metrics)
+                                 cluster::PodBinder* binder, Metrics* metrics,
+                                 cluster::PodAnnotator* annotator)
     : profiles_(std::move(profiles)),
       default_profile_(default_profile),
       cache_(cache),
       binder_(binder),
-      metrics_(metrics) {}
+      metrics_(metrics),
+      annotator_(annotator) {}
 
 int ExtenderService::FindProfile(std::string_view name) const {
   if (name.empty()) {

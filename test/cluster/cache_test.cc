@@ -39,7 +39,7 @@ InformerObject Pod(std::string_view name, std::string_view node, Requests reques
     builder.NodeName(node);
   }
   builder.Container(requests);
-  return {nullptr, std::make_shared<const model::OwnedPod>(builder.Build())};
+  return {nullptr, std::make_shared<const model::OwnedPod>(builder.Build()), nullptr};
 }
 
 InformerObject Node(std::string_view name, int64_t milli_cpu = 4000, int64_t pods = 110) {
@@ -51,7 +51,7 @@ InformerObject Node(std::string_view name, int64_t milli_cpu = 4000, int64_t pod
                              .Allocatable("pods", pods)
                              .Build();
   node.usage = nullptr;
-  return {std::make_shared<const model::OwnedNode>(node), nullptr};
+  return {std::make_shared<const model::OwnedNode>(node), nullptr, nullptr};
 }
 
 // A cache whose clock the test moves.
@@ -64,7 +64,8 @@ struct Fixture {
       : cache(CacheOptions{ttl, [this] {
                              std::lock_guard<std::mutex> lock(mu);
                              return now;
-                           }}) {}
+                           },
+                           std::nullopt}) {}
   void Advance(std::chrono::milliseconds d) {
     std::lock_guard<std::mutex> lock(mu);
     now += d;

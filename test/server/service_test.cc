@@ -109,7 +109,7 @@ std::unique_ptr<cluster::ClusterCache> CacheWith(const std::string& full_body,
                           {"items", json::parse(full_body)["Nodes"]["items"]}};
   wire::RequestBuffer buffer = wire::RequestBuffer::CopyOf(node_list.dump());
   Status s = decoder.DecodeNodeList(buffer, meta, [&](const wire::NodeObject& o) {
-    nodes.push_back({std::make_shared<const model::OwnedNode>(o.info, o.resource_version), {}});
+    nodes.push_back({std::make_shared<const model::OwnedNode>(o.info, o.resource_version), {}, {}});
     return true;
   });
   EXPECT_TRUE(s.ok()) << s.ToString();
@@ -117,7 +117,8 @@ std::unique_ptr<cluster::ClusterCache> CacheWith(const std::string& full_body,
   const json pod_list = {{"metadata", {{"resourceVersion", "1"}}}, {"items", pods}};
   buffer = wire::RequestBuffer::CopyOf(pod_list.dump());
   s = decoder.DecodePodList(buffer, meta, [&](const wire::PodObject& o) {
-    pod_objects.push_back({{}, std::make_shared<const model::OwnedPod>(o.info, o.resource_version)});
+    pod_objects.push_back(
+        {{}, std::make_shared<const model::OwnedPod>(o.info, o.resource_version), {}});
     return true;
   });
   EXPECT_TRUE(s.ok()) << s.ToString();

@@ -32,6 +32,21 @@
 // Nothing is persisted: after a restart the state comes only from the API
 // (pods' spec.nodeName), so nothing leaks or is counted twice.
 //
+// GPU sharing (CacheOptions::gpushare set). NodeUsage::gpu is kept as well:
+// every pod that counts on a node and asks for GPU memory
+// (model::GpuMemoryRequest > 0) adds its request to the device its index
+// annotation names (model::GpuDeviceIndex), or to `unassigned` without one.
+// Reservations count the same way: the FitFn of AssumeIfFits may add the
+// device annotations to the pod it reserves, so a reserved pod counts on its
+// device at once, and the watch's object (annotated by then) replaces it.
+// After a restart the per-device usage is rebuilt from the annotations of the
+// bound pods. ConfigMaps (ResourceKind::kConfigMaps) named
+// <unhealthy_prefix><node> in <unhealthy_namespace> set the node's
+// GpuUsage::unhealthy mask from their <unhealthy_key> (a node not known yet
+// gets it when it appears; a deleted ConfigMap clears it); every other
+// ConfigMap is ignored. The cache is synced only once the ConfigMap informer
+// has delivered its first list too.
+//
 // Thread-safety: every method may be called from any thread. Mutations
 // (informer callbacks, Assume*, Forget, ExpireAssumed) serialise on one mutex,
 // mu_, which guards the index below and is never held while calling out of the
@@ -49,6 +64,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -56,6 +72,7 @@
 #include <vector>
 
 #include "schedext/cluster/informer.h"
+#include "schedext/model/gpushare.h"
 #include "schedext/model/node_info.h"
 #include "schedext/model/owned.h"
 #include "schedext/model/pod_info.h"
@@ -89,6 +106,9 @@ class Snapshot {
 
   // Calls fn(const model::NodeInfo&) for every known node, in no order.
   void ForEachNode(const std::function<void(const model::NodeInfo&)>& fn) const;
+  // Calls fn(pod, assumed) for every pod (bound, pending or reserved), in no
+  // order. O(pods): for operator endpoints, not for the request path.
+  void ForEachPod(const std::function<void(const model::PodInfo& pod, bool assumed)>& fn) const;
 
   size_t node_count() const { return node_count_; }
   size_t pod_count() const;
@@ -113,6 +133,10 @@ struct CacheOptions {
   std::chrono::milliseconds assume_ttl{std::chrono::seconds(30)};
   // Test seam: the clock of the TTL. Default: std::chrono::steady_clock::now.
   std::function<std::chrono::steady_clock::time_point()> now;
+  // Enables the GPU-sharing accounting (NodeUsage::gpu) and the ConfigMap
+  // handling described above; nullopt: NodeUsage::gpu stays empty, ConfigMap
+  // events are ignored and not needed for Synced().
+  std::optional<model::GpuShareConvention> gpushare;
 };
 
 // A pod to reserve on a node.
@@ -133,6 +157,7 @@ struct CacheStats {
   uint64_t generation = 0;
   bool nodes_synced = false;
   bool pods_synced = false;
+  bool config_maps_synced = false;  // always false without gpushare
   // Trie pointer slots copied while applying the last event or call: the
   // per-event cost, independent of the cluster's size (tests check it).
   size_t last_update_copied_slots = 0;
@@ -142,8 +167,11 @@ class ClusterCache final : public InformerHandler {
  public:
   // Called under mu_ with the pod (node_name = the target node) and the node as
   // the latest snapshot would show it (usage includes every reservation).
-  // Must be fast and must not call the cache or the API server.
-  using FitFn = std::function<bool(const model::PodInfo& pod, const model::NodeInfo& node)>;
+  // Must be fast and must not call the cache or the API server. It may add
+  // annotations to `pod` (pod.annotations.Set): the reservation is made of
+  // the pod as the FitFn leaves it (the text is copied before AssumeIfFits
+  // returns, so the views need only live until then).
+  using FitFn = std::function<bool(model::PodInfo& pod, const model::NodeInfo& node)>;
 
   explicit ClusterCache(CacheOptions options = {});
   ~ClusterCache() override;
@@ -160,10 +188,14 @@ class ClusterCache final : public InformerHandler {
   // Check and reserve in one critical section: if `fits` accepts the pod on
   // the node's current view, counts the pod against it (binding in flight: no
   // TTL until FinishBinding) and answers true; otherwise changes nothing and
-  // answers false. Already reserved on the same node or already bound there:
-  // true, without counting it again. Errors: kUnavailable before Synced();
+  // answers false. Already reserved on the same node with its bind finished
+  // (FinishBinding), or already bound there: true, without counting it again
+  // and without calling `fits`. Errors: kUnavailable before Synced();
   // kNotFound for an unknown node, or a pod neither given nor known;
-  // kFailedPrecondition when the pod is bound or reserved on another node.
+  // kFailedPrecondition when the pod is bound or reserved on another node, or
+  // when a bind of the pod is still in flight (reserved by an AssumeIfFits
+  // not yet followed by FinishBinding or Forget: a duplicate bind must not
+  // race the first one's annotation write).
   StatusOr<bool> AssumeIfFits(const AssumeRequest& request, const FitFn& fits);
   // Reserves unconditionally, binding finished (the TTL starts): for a bind
   // that succeeded without a prior AssumeIfFits. The node need not be known.

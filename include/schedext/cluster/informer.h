@@ -48,15 +48,17 @@
 
 namespace schedext::cluster {
 
-enum class ResourceKind { kNodes, kPods };
+enum class ResourceKind { kNodes, kPods, kConfigMaps };
 
-// "nodes" / "pods", for logs.
+// "nodes" / "pods" / "configmaps", for logs.
 std::string_view ResourceKindName(ResourceKind kind);
 
-// One object of an informer of kind kNodes (node set) or kPods (pod set).
+// One object of an informer: `node` for kNodes, `pod` for kPods, `config_map`
+// for kConfigMaps (the others null).
 struct InformerObject {
   std::shared_ptr<const model::OwnedNode> node;
   std::shared_ptr<const model::OwnedPod> pod;
+  std::shared_ptr<const model::OwnedConfigMap> config_map;
 };
 
 // What an informer feeds; the cluster cache implements it. Calls come from the
@@ -75,7 +77,9 @@ class InformerHandler {
 
 struct InformerOptions {
   ResourceKind kind = ResourceKind::kPods;
-  // Collection path; empty: "/api/v1/nodes" or "/api/v1/pods".
+  // Collection path; empty: "/api/v1/nodes", "/api/v1/pods" or
+  // "/api/v1/configmaps" (all namespaces; give
+  // "/api/v1/namespaces/<ns>/configmaps" to watch one).
   std::string path;
   // Extra query parameters for LIST and WATCH, already URL-encoded, without a
   // leading '&' (e.g. "fieldSelector=spec.nodeName%21%3D"). Empty: none.

@@ -62,9 +62,10 @@ class Profile {
   // policy names and that every policy has at least one hook. Errors name the
   // field: `profiles[0].policies[2]: unknown policy "NodeLable" (known: ...)`.
   // `path` is the profile's place in the configuration ("profiles[0]").
-  static StatusOr<std::shared_ptr<const Profile>> Build(const config::ProfileConfig& config,
-                                                        const policy::Registry& registry,
-                                                        std::string_view path);
+  // `gpushare` (may be null) is handed to the factories (PolicyContext).
+  static StatusOr<std::shared_ptr<const Profile>> Build(
+      const config::ProfileConfig& config, const policy::Registry& registry,
+      std::string_view path, const model::GpuShareConvention* gpushare = nullptr);
 
   const std::string& name() const { return name_; }
   std::span<const std::unique_ptr<policy::Policy>> policies() const { return policies_; }
@@ -84,7 +85,8 @@ class Profile {
 
   // For each candidate: drops it when a filter that eviction cannot help
   // rejects the node, then lets each PreemptHook trim the victims or drop the
-  // node. A candidate whose node is unknown (nullptr) is kept unchanged: without
+  // node; each hook starts from every victim needed and a victim stays when
+  // any hook needs it (each hook's constraint holds for the union). A candidate whose node is unknown (nullptr) is kept unchanged: without
   // the node object nothing can be re-checked. A hook that clears every victim
   // leaves the scheduler's list unchanged (the protocol forbids empty lists).
   // `out` gets one decision per candidate.
@@ -97,6 +99,13 @@ class Profile {
   // reserves it.
   std::optional<std::string> CheckFit(const model::PodInfo& pod,
                                       const model::NodeInfo& node) const;
+
+  // bind, after CheckFit passed, in the same critical section: each policy's
+  // ReserveHook in configured order; the first refusal is returned as
+  // "<policy>: <message>" (nothing appended by later hooks). The annotations
+  // of all hooks are appended to `out`.
+  std::optional<std::string> Reserve(const model::PodInfo& pod, const model::NodeInfo& node,
+                                     policy::PodAnnotations& out) const;
 
   bool has_filters() const { return !filters_.empty(); }
   bool has_scorers() const { return !scorers_.empty(); }
@@ -115,6 +124,10 @@ class Profile {
     std::string_view policy;
     const policy::PreemptHook* hook;
   };
+  struct NamedReserver {
+    std::string_view policy;
+    const policy::ReserveHook* hook;
+  };
 
   Profile() = default;
 
@@ -123,6 +136,7 @@ class Profile {
   std::vector<NamedFilter> filters_;
   std::vector<WeightedScorer> scorers_;
   std::vector<NamedPreempter> preempters_;
+  std::vector<NamedReserver> reservers_;
   int64_t total_weight_ = 0;
 };
 

@@ -10,7 +10,10 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "schedext/model/node_info.h"
 #include "schedext/model/pod_info.h"
@@ -72,6 +75,24 @@ class PreemptHook {
                                 std::span<uint8_t> needed) const = 0;
 };
 
+// Annotations a ReserveHook wants on the pod, key → value (owned text).
+using PodAnnotations = std::vector<std::pair<std::string, std::string>>;
+
+class ReserveHook {
+ public:
+  virtual ~ReserveHook() = default;
+  // bind: called once the node passed the profile's resource re-check, inside
+  // the cluster cache's critical section, with the node as the latest
+  // snapshot shows it (usage includes every reservation). Either refuses
+  // (a non-OK status whose message says why; bind then answers it as the
+  // Error) or appends to `out` the annotations to reserve the pod with. The
+  // server writes them to the pod (PodAnnotator) before creating the
+  // Binding, and removes them again if the bind fails. Not on the hot path
+  // (one call per bind), but under the cache's mutex: be quick, no I/O.
+  virtual Status Reserve(const model::PodInfo& pod, const model::NodeInfo& node,
+                         PodAnnotations& out) const = 0;
+};
+
 class Policy {
  public:
   virtual ~Policy() = default;
@@ -83,6 +104,7 @@ class Policy {
   virtual const FilterHook* AsFilter() const { return nullptr; }
   virtual const ScoreHook* AsScorer() const { return nullptr; }
   virtual const PreemptHook* AsPreempter() const { return nullptr; }
+  virtual const ReserveHook* AsReserver() const { return nullptr; }
 
  protected:
   Policy() = default;

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "schedext/model/gpushare.h"
 #include "schedext/policy/policy.h"
 #include "schedext/status.h"
 
@@ -23,6 +24,9 @@ struct PolicyContext {
   // Prefix for error messages about the arguments, e.g.
   // "profiles[0].policies[1].args".
   std::string args_path = "args";
+  // GPU sharing's names (config section `gpushare`); never null when built
+  // from a configuration (tests may leave it null: the defaults apply).
+  const model::GpuShareConvention* gpushare = nullptr;
 };
 
 // Builds a policy from its `args` (a JSON object; {} when none were given).

@@ -13,6 +13,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "schedext/config/config.h"
 #include "schedext/server/service.h"
@@ -25,6 +27,15 @@ struct HttpServerOptions {
   std::string version;  // answered by GET /version
   // Whether the server can answer node-cache requests yet (GET /readyz).
   std::function<bool()> ready = [] { return true; };
+  // Extra GET endpoints (e.g. /gpushare/inspect): a request whose path is
+  // `path` or starts with `path` + "/" goes to `handler` with the rest after
+  // that "/" ("" for `path` itself); it fills a JSON body and returns the
+  // HTTP status.
+  struct GetRoute {
+    std::string path;
+    std::function<int(std::string_view rest, std::string& body)> handler;
+  };
+  std::vector<GetRoute> get_routes;
 };
 
 class HttpServer {

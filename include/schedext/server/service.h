@@ -20,6 +20,7 @@
 
 #include "schedext/cluster/binder.h"
 #include "schedext/cluster/cache.h"
+#include "schedext/cluster/pod_annotator.h"
 #include "schedext/pipeline/profile.h"
 #include "schedext/server/metrics.h"
 #include "schedext/wire/decoder.h"
@@ -69,14 +70,17 @@ struct RequestSummary {
 
 class ExtenderService {
  public:
-  // `profiles` non-empty; `default_profile` indexes it. `cache` and `binder`
-  // may be null (no cluster connection); `metrics` may be null. With a cache,
-  // names are resolved through its snapshots, full node objects get their
-  // usage from it, preempt resolves victims' UIDs in it, and bind reserves
-  // the pod on its node before calling `binder`.
+  // `profiles` non-empty; `default_profile` indexes it. `cache`, `binder` and
+  // `annotator` may be null (no cluster connection); `metrics` may be null.
+  // With a cache, names are resolved through its snapshots, full node objects
+  // get their usage from it, preempt resolves victims' UIDs in it, and bind
+  // reserves the pod on its node (with the profile's ReserveHook annotations)
+  // before calling `binder`; reserved annotations are written through
+  // `annotator` first and removed again when the bind fails.
   ExtenderService(std::vector<std::shared_ptr<const pipeline::Profile>> profiles,
                   size_t default_profile, cluster::ClusterCache* cache,
-                  cluster::PodBinder* binder, Metrics* metrics);
+                  cluster::PodBinder* binder, Metrics* metrics,
+                  cluster::PodAnnotator* annotator = nullptr);
 
   // Index of the profile named `name`; "" means the default profile. -1 when
   // there is no such profile.
@@ -111,6 +115,7 @@ class ExtenderService {
   cluster::ClusterCache* cache_;
   cluster::PodBinder* binder_;
   Metrics* metrics_;
+  cluster::PodAnnotator* annotator_;
 };
 
 }  // namespace schedext::server

@@ -1,0 +1,100 @@
+// GPU memory sharing: the conventions of the gpushare device plugin
+// (AliyunContainerService/gpushare-device-plugin) and the arithmetic every
+// layer shares — the cluster cache counting per-device usage, the GpuShare
+// policy filtering and scoring, bind choosing a device, /gpushare/inspect.
+//
+// The device plugin's model: a node advertises status.capacity
+// `aliyun.com/gpu-mem` (total GPU memory of the node, in the plugin's unit,
+// GiB by default) and `aliyun.com/gpu-count` (devices); every device has
+// gpu-mem / gpu-count (integer division, as the plugin and the original
+// extender compute it). A pod asks for memory in its regular containers'
+// limits of `aliyun.com/gpu-mem`; the sum is the pod's request and must fit on
+// ONE device. At bind the extender writes the chosen device into the pod's
+// annotations; the plugin's Allocate finds the pod by those annotations
+// (ASSIGNED=false, oldest ASSUME_TIME with that request) and flips ASSIGNED.
+//
+// Thread-safety: plain values and pure functions.
+#ifndef SCHEDEXT_MODEL_GPUSHARE_H_
+#define SCHEDEXT_MODEL_GPUSHARE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "schedext/model/node_info.h"
+#include "schedext/model/pod_info.h"
+
+namespace schedext::model {
+
+// Device indexes are bits of a 64-bit mask (GpuUsage::unhealthy) and the
+// device count of a node is clamped to it.
+inline constexpr int kMaxGpuDevices = 64;
+
+// Every name is configurable (config section `gpushare`); the defaults are the
+// device plugin's.
+struct GpuShareConvention {
+  std::string memory_resource = "aliyun.com/gpu-mem";
+  std::string count_resource = "aliyun.com/gpu-count";
+  std::string index_annotation = "ALIYUN_COM_GPU_MEM_IDX";
+  std::string pod_memory_annotation = "ALIYUN_COM_GPU_MEM_POD";
+  std::string device_memory_annotation = "ALIYUN_COM_GPU_MEM_DEV";
+  std::string assigned_annotation = "ALIYUN_COM_GPU_MEM_ASSIGNED";
+  std::string assume_time_annotation = "ALIYUN_COM_GPU_MEM_ASSUME_TIME";
+  // ConfigMap <unhealthy_namespace>/<unhealthy_prefix><node>, key
+  // `unhealthy_key`: comma-separated device indexes that take no new pods.
+  std::string unhealthy_namespace = "kube-system";
+  std::string unhealthy_prefix = "unhealthy-gpu-";
+  std::string unhealthy_key = "gpus";
+  // How amounts are written in messages ("8 GiB"); the plugin's unit.
+  std::string unit = "GiB";
+};
+
+// The pod's GPU memory request: Σ over regular containers of
+// limits[memory_resource] (PodInfo::limits). 0: not a GPU-sharing pod.
+int64_t GpuMemoryRequest(const PodInfo& pod, const GpuShareConvention& convention);
+
+// The device index the pod's index annotation names: a decimal integer in
+// [0, kMaxGpuDevices); nullopt when absent or anything else.
+std::optional<int> GpuDeviceIndex(const PodInfo& pod, const GpuShareConvention& convention);
+
+// The devices of a node, from status.capacity.
+struct GpuShape {
+  int count = 0;               // capacity[count_resource], clamped to kMaxGpuDevices
+  int64_t total_memory = 0;    // capacity[memory_resource]
+  int64_t device_memory = 0;   // total_memory / count (0 when count is 0)
+  bool has_gpus() const { return count > 0 && device_memory > 0; }
+};
+GpuShape NodeGpuShape(const NodeInfo& node, const GpuShareConvention& convention);
+
+// The comma-separated device indexes of an unhealthy ConfigMap's value as a
+// mask: spaces around entries ignored; entries that are not an index in
+// [0, kMaxGpuDevices) are skipped and counted in `*invalid` (may be null).
+uint64_t ParseUnhealthyDevices(std::string_view text, int* invalid = nullptr);
+
+// The node name an unhealthy ConfigMap is about, or nullopt when
+// `namespace_name`/`name` is not one (wrong namespace or prefix, or nothing
+// after the prefix).
+std::optional<std::string_view> UnhealthyConfigMapNode(std::string_view namespace_name,
+                                                       std::string_view name,
+                                                       const GpuShareConvention& convention);
+
+// Where a request of `request` memory would go on a node.
+struct GpuPlacement {
+  // Best fit: the healthy device with the least free memory that still holds
+  // the request, ties to the lowest index; -1 when none has room now.
+  int device = -1;
+  int64_t free_after = 0;  // on `device`, after placing the request
+  // The most free memory on any healthy device now (for messages).
+  int64_t largest_free = 0;
+  // Some healthy device is large enough when empty (so evicting pods could
+  // make room); false: the node can never hold the request as it is.
+  bool could_fit = false;
+};
+// `usage` may be null (nothing counted on the node). Free memory of a device =
+// device_memory - used, floored at 0 (an over-committed device has none).
+GpuPlacement PlaceOnGpu(const GpuShape& shape, const GpuUsage* usage, int64_t request);
+
+}  // namespace schedext::model
+
+#endif  // SCHEDEXT_MODEL_GPUSHARE_H_

@@ -1,0 +1,106 @@
+#include "schedext/model/gpushare.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace schedext::model {
+namespace {
+
+// A device index as strconv.Atoi reads it, limited to [0, kMaxGpuDevices).
+std::optional<int> ParseIndex(std::string_view text) {
+  if (!text.empty() && text.front() == '+') {
+    text.remove_prefix(1);
+  }
+  int value = -1;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end || value < 0 || value >= kMaxGpuDevices) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::string_view TrimSpaces(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) {
+    text.remove_prefix(1);
+  }
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
+}  // namespace
+
+int64_t GpuMemoryRequest(const PodInfo& pod, const GpuShareConvention& convention) {
+  return std::max<int64_t>(0, pod.limits.Get(convention.memory_resource));
+}
+
+std::optional<int> GpuDeviceIndex(const PodInfo& pod, const GpuShareConvention& convention) {
+  const std::optional<std::string_view> value = pod.annotations.Find(convention.index_annotation);
+  return value.has_value() ? ParseIndex(*value) : std::nullopt;
+}
+
+GpuShape NodeGpuShape(const NodeInfo& node, const GpuShareConvention& convention) {
+  GpuShape shape;
+  shape.count = static_cast<int>(
+      std::clamp<int64_t>(node.capacity.Get(convention.count_resource), 0, kMaxGpuDevices));
+  shape.total_memory = std::max<int64_t>(0, node.capacity.Get(convention.memory_resource));
+  shape.device_memory = shape.count > 0 ? shape.total_memory / shape.count : 0;
+  return shape;
+}
+
+uint64_t ParseUnhealthyDevices(std::string_view text, int* invalid) {
+  uint64_t mask = 0;
+  int bad = 0;
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    const std::string_view entry = TrimSpaces(text.substr(0, comma));
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    if (entry.empty()) {
+      continue;
+    }
+    if (const std::optional<int> index = ParseIndex(entry)) {
+      mask |= uint64_t{1} << *index;
+    } else {
+      ++bad;
+    }
+  }
+  if (invalid != nullptr) {
+    *invalid = bad;
+  }
+  return mask;
+}
+
+std::optional<std::string_view> UnhealthyConfigMapNode(std::string_view namespace_name,
+                                                       std::string_view name,
+                                                       const GpuShareConvention& convention) {
+  if (namespace_name != convention.unhealthy_namespace ||
+      !name.starts_with(convention.unhealthy_prefix) ||
+      name.size() == convention.unhealthy_prefix.size()) {
+    return std::nullopt;
+  }
+  return name.substr(convention.unhealthy_prefix.size());
+}
+
+GpuPlacement PlaceOnGpu(const GpuShape& shape, const GpuUsage* usage, int64_t request) {
+  GpuPlacement placement;
+  for (int device = 0; device < shape.count; ++device) {
+    if (usage != nullptr && usage->Unhealthy(device)) {
+      continue;
+    }
+    const int64_t used = usage != nullptr ? usage->UsedOn(device) : 0;
+    const int64_t free = std::max<int64_t>(0, shape.device_memory - used);
+    placement.largest_free = std::max(placement.largest_free, free);
+    if (shape.device_memory >= request) {
+      placement.could_fit = true;
+    }
+    if (free >= request && (placement.device < 0 || free - request < placement.free_after)) {
+      placement.device = device;
+      placement.free_after = free - request;
+    }
+  }
+  return placement;
+}
+
+}  // namespace schedext::model
