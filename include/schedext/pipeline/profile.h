@@ -108,6 +108,9 @@ class Profile {
                                      policy::PodAnnotations& out) const;
 
   bool has_filters() const { return !filters_.empty(); }
+  // Some policy annotates pods at bind: bind must not happen without a
+  // reservation in the cluster cache.
+  bool has_reservers() const { return !reservers_.empty(); }
   bool has_scorers() const { return !scorers_.empty(); }
 
  private:
