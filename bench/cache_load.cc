@@ -228,8 +228,8 @@ int Run(const Options& o) {
 
   // ---- the pod informer's thread: decode + copy + apply ----
   const auto events_start = Clock::now();
+  wire::PodObject pod;  // reused, as the informer reuses its own
   for (size_t e = 0; e < o.events; ++e) {
-    wire::PodObject pod;
     if (Status s = decoder.DecodePodEvent(lines[e % ring], event, pod); !s.ok()) {
       std::fprintf(stderr, "cache-load: event: %s\n", s.message().c_str());
       return 1;
