@@ -3,6 +3,9 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
@@ -29,6 +32,34 @@ int HttpStatusFor(const Status& status) {
       return 503;
     default:
       return 500;
+  }
+}
+
+// Rolls back the annotations a failed bind wrote.
+void RemoveAnnotations(cluster::PodAnnotator& annotator, const wire::BindingArgsView& b,
+                       const policy::PodAnnotations& annotations,
+                       std::string_view resource_version) {
+  std::vector<std::string> keys;
+  keys.reserve(annotations.size());
+  for (const auto& entry : annotations) {
+    keys.push_back(entry.first);
+  }
+  // The resourceVersion precondition: if the pod changed since our patch (a
+  // bind reported as failed may still have happened), a blind removal could
+  // strip the device choice from a bound pod.
+  StatusOr<std::string> removed =
+      annotator.Annotate({b.pod_namespace, b.pod_name, b.pod_uid, resource_version, {}, keys});
+  if (removed.ok()) {
+    return;
+  }
+  if (removed.status().code() == StatusCode::kFailedPrecondition) {
+    spdlog::warn(
+        "bind {}/{} to {} failed; its annotations were left in place because the pod changed "
+        "meanwhile: {}",
+        b.pod_namespace, b.pod_name, b.node, removed.status().message());
+  } else {
+    spdlog::warn("bind {}/{} to {} failed; removing its annotations failed too: {}",
+                 b.pod_namespace, b.pod_name, b.node, removed.status().message());
   }
 }
 
@@ -394,16 +425,37 @@ int ExtenderService::Bind(const pipeline::Profile& profile, const wire::RequestB
   }
 
   // Check and reserve in one critical section of the cache, so that two binds
-  // in flight cannot both take the last room on a node; then call the API
-  // server with no lock held, and confirm or roll back the reservation.
+  // in flight cannot both take the last room on a node (or on one GPU); then
+  // call the API server with no lock held, and confirm or roll back the
+  // reservation.
   bool reserved = false;
-  if (cache_ != nullptr && !b.pod_uid.empty()) {
+  // What the profile's ReserveHooks want on the pod; the reserved pod's
+  // annotation views point into these strings until AssumeIfFits returns.
+  policy::PodAnnotations annotations;
+  std::string not_reserved;  // why there is no reservation, when there is none
+  if (cache_ == nullptr) {
+    not_reserved = "schedext has no cluster cache";
+  } else if (b.pod_uid.empty()) {
+    not_reserved = "the request has no PodUID";
+  } else {
     std::optional<std::string> misfit;
     const cluster::AssumeRequest request{b.pod_uid, b.pod_namespace, b.pod_name, b.node, nullptr};
     StatusOr<bool> fits = cache_->AssumeIfFits(
-        request, [&](const model::PodInfo& pod, const model::NodeInfo& node) {
+        request, [&](model::PodInfo& pod, const model::NodeInfo& node) {
           misfit = profile.CheckFit(pod, node);
-          return !misfit.has_value();
+          if (!misfit) {
+            misfit = profile.Reserve(pod, node, annotations);
+          }
+          if (misfit) {
+            return false;
+          }
+          // The reservation must count where the annotations will say, so
+          // that the next bind sees this device taken before the watch
+          // delivers the patched pod.
+          for (const auto& [key, value] : annotations) {
+            pod.annotations.Set(key, value);
+          }
+          return true;
         });
     if (fits.ok() && !*fits) {
       summary.error = prefix + ": the node no longer fits the pod (" + *misfit + ")";
@@ -416,15 +468,64 @@ int ExtenderService::Bind(const pipeline::Profile& profile, const wire::RequestB
       return 200;
     }
     // kNotFound (the pod or node is not in the cache yet) or kUnavailable (not
-    // synced): bind without a reservation; the watch will count the pod.
+    // synced): a profile without ReserveHooks binds anyway and the watch will
+    // count the pod.
     reserved = fits.ok();
+    if (!reserved) {
+      not_reserved = fits.status().message();
+    }
   }
+  if (!reserved && profile.has_reservers()) {
+    // Binding without the reservation would let concurrent binds share a
+    // device and would leave the pod without the annotations its device
+    // plugin needs; refusing makes the scheduler retry the pod later.
+    summary.error = prefix + ": cannot reserve the pod in schedext's cache (" + not_reserved +
+                    "); the profile's policies must annotate the pod at bind, so it is not "
+                    "bound now (the scheduler retries it)";
+    wire::AppendBindingResult(summary.error, out);
+    return 200;
+  }
+
+  std::string annotated_version;  // resourceVersion after writing `annotations`
+  const bool annotate = reserved && !annotations.empty();
+  if (annotate) {
+    Status written;
+    if (annotator_ == nullptr) {
+      written = FailedPreconditionError("schedext has no pod annotator");
+    } else {
+      StatusOr<std::string> version = annotator_->Annotate(
+          {b.pod_namespace, b.pod_name, b.pod_uid, "", annotations, {}});
+      if (version.ok()) {
+        annotated_version = std::move(version).value();
+      } else {
+        written = version.status();
+      }
+    }
+    if (!written.ok()) {
+      Status ignored = cache_->Forget(b.pod_uid);
+      (void)ignored;
+      summary.error = prefix + ": writing annotations: " + written.message();
+      wire::AppendBindingResult(summary.error, out);
+      return 200;
+    }
+  }
+
   st = binder_->Bind({b.pod_namespace, b.pod_name, b.pod_uid, b.node});
   if (reserved) {
-    // FinishBinding starts the reservation's TTL; kNotFound there only means
-    // the watch has confirmed the pod already.
-    Status ignored = st.ok() ? cache_->FinishBinding(b.pod_uid) : cache_->Forget(b.pod_uid);
-    (void)ignored;
+    if (st.ok() || st.code() == StatusCode::kDeadlineExceeded) {
+      // After a timeout the Binding may exist: keeping the reservation (and
+      // the annotations) is safe either way, as the watch confirms it or the
+      // TTL releases it. FinishBinding's kNotFound only means the watch has
+      // confirmed the pod already.
+      Status ignored = cache_->FinishBinding(b.pod_uid);
+      (void)ignored;
+    } else {
+      Status ignored = cache_->Forget(b.pod_uid);
+      (void)ignored;
+      if (annotate) {
+        RemoveAnnotations(*annotator_, b, annotations, annotated_version);
+      }
+    }
   }
   if (!st.ok()) {
     summary.error = prefix + ": " + st.message();
