@@ -108,14 +108,37 @@ void ReplyError(int status, std::string_view message, httplib::Response& res) {
   ReplyOwned(std::move(body), "application/json", res);
 }
 
-std::string NoRouteMessage(const httplib::Request& req) {
-  return "no route for " + req.method + " " + req.path +
-         " (POST /filter, /prioritize, /preempt, /bind or /<profile>/<verb>; GET "
-         "/healthz, /readyz, /version, /metrics)";
+std::string NoRouteMessage(const httplib::Request& req,
+                           const std::vector<HttpServerOptions::GetRoute>& routes) {
+  std::string message = "no route for " + req.method + " " + req.path +
+                        " (POST /filter, /prioritize, /preempt, /bind or /<profile>/<verb>; GET "
+                        "/healthz, /readyz, /version, /metrics";
+  for (const HttpServerOptions::GetRoute& route : routes) {
+    message += ", " + route.path + "[/...]";
+  }
+  message += ")";
+  return message;
 }
 
-bool IsGetRoute(const std::string& path) {
-  return path == "/healthz" || path == "/readyz" || path == "/version" || path == "/metrics";
+// The extra route serving `path`, with the rest after its "/" in `rest`.
+const HttpServerOptions::GetRoute* FindGetRoute(
+    const std::vector<HttpServerOptions::GetRoute>& routes, std::string_view path,
+    std::string_view& rest) {
+  for (const HttpServerOptions::GetRoute& route : routes) {
+    if (!path.starts_with(route.path)) {
+      continue;
+    }
+    const std::string_view after = path.substr(route.path.size());
+    if (after.empty()) {
+      rest = after;
+      return &route;
+    }
+    if (after.front() == '/') {
+      rest = after.substr(1);
+      return &route;
+    }
+  }
+  return nullptr;
 }
 
 // Methods whose body the library reads (or hands to a content reader).
@@ -211,6 +234,11 @@ struct HttpServer::Impl {
       : service(s), metrics(m), options(std::move(o)) {}
 
   void Configure();
+  bool IsGetRoute(const std::string& path) const {
+    std::string_view rest;
+    return path == "/healthz" || path == "/readyz" || path == "/version" ||
+           path == "/metrics" || FindGetRoute(options.get_routes, path, rest) != nullptr;
+  }
   void HandleVerb(const httplib::Request& req, httplib::Response& res,
                   const httplib::ContentReader& reader);
   // Answers a method or path that has no handler, after reading its body.
@@ -337,11 +365,24 @@ void HttpServer::Impl::Configure() {
     }
     ReplyOwned(std::move(body), "text/plain; version=0.0.4", res);
   });
+  // The extra routes, after the fixed ones; a GET that matches none of them
+  // gets the error handler's 404.
+  server.Get(".*", [this](const httplib::Request& req, httplib::Response& res) {
+    std::string_view rest;
+    const HttpServerOptions::GetRoute* route = FindGetRoute(options.get_routes, req.path, rest);
+    if (route == nullptr) {
+      res.status = 404;
+      return;
+    }
+    std::string body;
+    res.status = route->handler(rest, body);
+    ReplyOwned(std::move(body), "application/json", res);
+  });
 
   // Called for every reply with status >= 400; fills a JSON body only where
   // nothing else did (unknown path, 413 from the payload limit, ...).
   server.set_error_handler(httplib::Server::HandlerWithResponse(
-      [](const httplib::Request& req, httplib::Response& res) {
+      [this](const httplib::Request& req, httplib::Response& res) {
     DisableCompression(req);  // errors raised before the pre-routing handler ran
     if (!res.body.empty() || res.content_length_ != 0) {
       return httplib::Server::HandlerResponse::Unhandled;
@@ -349,7 +390,7 @@ void HttpServer::Impl::Configure() {
     std::string message;
     switch (res.status) {
       case 404:
-        message = NoRouteMessage(req);
+        message = NoRouteMessage(req, options.get_routes);
         break;
       case 413:
         message = "request body too large (server.maxBodyBytes)";
@@ -453,7 +494,7 @@ void HttpServer::Impl::HandleUnrouted(const httplib::Request& req, httplib::Resp
     res.set_header("Allow", "GET");
     ReplyError(405, "method " + req.method + " not allowed on " + req.path + ": use GET", res);
   } else {
-    ReplyError(404, NoRouteMessage(req), res);
+    ReplyError(404, NoRouteMessage(req, options.get_routes), res);
   }
 }
 

@@ -1,9 +1,11 @@
 // HttpServer: the thin cpp-httplib adapter in front of ExtenderService.
 //
 // Routes: POST /{filter,prioritize,preempt,bind} (default profile) and
-// POST /<profile>/<verb>; GET /healthz, /readyz, /version, /metrics. A wrong
-// method answers 405, an unknown path 404, an oversized body 413, each with a
-// JSON {"Error": ...} body. Replies are never compressed.
+// POST /<profile>/<verb>; GET /healthz, /readyz, /version, /metrics, and the
+// extra GET routes of HttpServerOptions::get_routes (main adds
+// /gpushare/inspect[/<node>] when GPU sharing is on). A wrong method answers
+// 405, an unknown path 404, an oversized body 413, each with a JSON
+// {"Error": ...} body. Replies are never compressed.
 //
 // Thread-safety: Start/Stop from any one thread; Stop may be called from
 // another thread than Start (the signal thread).
