@@ -2,17 +2,26 @@
 // the Prometheus text format (GET /metrics).
 //
 // Thread-safety: Record* may be called from any thread (relaxed atomics, no
-// locks); Render may run concurrently with them.
+// locks); Render may run concurrently with them. SetExtra only before the
+// server starts.
 #ifndef SCHEDEXT_SERVER_METRICS_H_
 #define SCHEDEXT_SERVER_METRICS_H_
 
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
+
+namespace schedext::cluster {
+class ClusterCache;
+}
+namespace schedext::model {
+struct GpuShareConvention;
+}
 
 namespace schedext::server {
 
@@ -36,6 +45,10 @@ class Metrics {
 
   // Appends the Prometheus text exposition of every series.
   void Render(std::string& out) const;
+  // Series computed at scrape time (e.g. from the cluster cache), appended
+  // after the request series by every Render. `extra` must allow concurrent
+  // calls.
+  void SetExtra(std::function<void(std::string& out)> extra) { extra_ = std::move(extra); }
 
  private:
   static constexpr std::array<double, 14> kBuckets = {
@@ -54,7 +67,17 @@ class Metrics {
   };
   std::vector<std::string> names_;
   std::unique_ptr<ProfileSeries[]> series_;
+  std::function<void(std::string& out)> extra_;
 };
+
+// Appends the cluster-wide GPU-sharing gauges of the cache's latest snapshot:
+// schedext_gpushare_memory{state="total|used|free"} (in the convention's unit,
+// over the devices of every node with GPUs; free floored at 0 per device and
+// counting healthy devices only), schedext_gpushare_devices{health=...} and
+// schedext_gpushare_unassigned_memory (pods asking for GPU memory on no
+// device). O(nodes): for scrapes, not the request path.
+void AppendGpuShareMetrics(const cluster::ClusterCache& cache,
+                           const model::GpuShareConvention& convention, std::string& out);
 
 }  // namespace schedext::server
 
