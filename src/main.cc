@@ -24,15 +24,21 @@
 #include "schedext/cluster/http_kube_client.h"
 #include "schedext/cluster/informer.h"
 #include "schedext/cluster/kube_binder.h"
+#include "schedext/cluster/pod_annotator.h"
 #include "schedext/config/config.h"
 #include "schedext/pipeline/profile.h"
 #include "schedext/policy/registry.h"
+#include "schedext/server/gpushare_inspect.h"
 #include "schedext/server/http_server.h"
 #include "schedext/server/metrics.h"
 #include "schedext/server/service.h"
 #include "schedext/wire/encoder.h"
 
 namespace {
+
+// The policy whose profiles need GPU accounting, the unhealthy-GPU ConfigMaps
+// and pod annotations at bind.
+constexpr std::string_view kGpuSharePolicy = "GpuShare";
 
 constexpr std::string_view kUsage =
     R"(schedext: a Kubernetes scheduler extender (filter, prioritize, preempt, bind).
@@ -173,8 +179,8 @@ schedext::StatusOr<Built> BuildProfiles(const schedext::config::Config& config) 
   SCHEDEXT_RETURN_IF_ERROR(schedext::policy::RegisterBuiltinPolicies(registry));
   Built built;
   for (size_t i = 0; i < config.profiles.size(); ++i) {
-    auto profile = schedext::pipeline::Profile::Build(config.profiles[i], registry,
-                                                      "profiles[" + std::to_string(i) + "]");
+    auto profile = schedext::pipeline::Profile::Build(
+        config.profiles[i], registry, "profiles[" + std::to_string(i) + "]", &config.gpushare);
     if (!profile.ok()) {
       return profile.status();
     }
@@ -202,38 +208,68 @@ int CheckConfig(const std::string& path) {
 }
 
 
-// The Kubernetes API connection: client, cache, informers and binder.
+// The Kubernetes API connection: client, cache, informers, binder and (with
+// GPU sharing) the ConfigMap informer and the pod annotator.
 struct ClusterConnection {
   std::unique_ptr<schedext::cluster::KubeClient> client;
   std::unique_ptr<schedext::cluster::ClusterCache> cache;
   std::unique_ptr<schedext::cluster::Informer> nodes;
   std::unique_ptr<schedext::cluster::Informer> pods;
+  std::unique_ptr<schedext::cluster::Informer> config_maps;  // null without GPU sharing
   std::unique_ptr<schedext::cluster::KubeBinder> binder;
+  std::unique_ptr<schedext::cluster::KubePodAnnotator> annotator;
   std::string source;
 
   bool ready_during_relist = false;
 
   bool Ready() const {
-    return cache->Synced() &&
-           (ready_during_relist || (!nodes->Relisting() && !pods->Relisting()));
+    if (!cache->Synced()) {
+      return false;
+    }
+    return ready_during_relist ||
+           (!nodes->Relisting() && !pods->Relisting() &&
+            (config_maps == nullptr || !config_maps->Relisting()));
+  }
+  void Start() {
+    nodes->Start();
+    pods->Start();
+    if (config_maps) {
+      config_maps->Start();
+    }
   }
   void Stop() {
     nodes->Stop();
     pods->Stop();
+    if (config_maps) {
+      config_maps->Stop();
+    }
   }
 };
 
 // Connects as cluster.mode says: nullptr (and OK) when there is nothing to
-// connect to in "auto" mode or when "disabled".
+// connect to in "auto" mode or when "disabled". `gpushare` (may be null)
+// turns on the GPU accounting, which cannot work without the cluster.
 schedext::StatusOr<std::unique_ptr<ClusterConnection>> ConnectCluster(
-    const schedext::config::ClusterConfig& c) {
+    const schedext::config::ClusterConfig& c, const schedext::model::GpuShareConvention* gpushare) {
+  constexpr std::string_view kGpuShareNeedsCluster =
+      "the GpuShare policy needs the Kubernetes API (it counts GPU memory from the pods' "
+      "annotations and annotates the pods it binds)";
   if (c.mode == "disabled") {
+    if (gpushare != nullptr) {
+      return schedext::FailedPreconditionError("cluster: mode disabled: " +
+                                               std::string(kGpuShareNeedsCluster));
+    }
     return std::unique_ptr<ClusterConnection>();
   }
   auto client_config = schedext::cluster::ResolveClientConfig(c.kubeconfig, c.context);
   if (!client_config.ok()) {
     if (client_config.status().code() == schedext::StatusCode::kNotFound && c.mode == "auto") {
-      return std::unique_ptr<ClusterConnection>();
+      if (gpushare == nullptr) {
+        return std::unique_ptr<ClusterConnection>();
+      }
+      return client_config.status().WithContext(
+          "cluster: " + std::string(kGpuShareNeedsCluster) +
+          "; give --kubeconfig, $KUBECONFIG or run in-cluster");
     }
     return client_config.status().WithContext("cluster");
   }
@@ -250,6 +286,9 @@ schedext::StatusOr<std::unique_ptr<ClusterConnection>> ConnectCluster(
   connection->client = std::move(client).value();
   schedext::cluster::CacheOptions cache_options;
   cache_options.assume_ttl = std::chrono::seconds(c.assume_ttl_seconds);
+  if (gpushare != nullptr) {
+    cache_options.gpushare = *gpushare;
+  }
   connection->cache = std::make_unique<schedext::cluster::ClusterCache>(cache_options);
   schedext::cluster::InformerOptions nodes;
   nodes.kind = schedext::cluster::ResourceKind::kNodes;
@@ -260,6 +299,17 @@ schedext::StatusOr<std::unique_ptr<ClusterConnection>> ConnectCluster(
                                                                     *connection->cache, nodes);
   connection->pods = std::make_unique<schedext::cluster::Informer>(*connection->client,
                                                                    *connection->cache, pods);
+  if (gpushare != nullptr) {
+    // Only the namespace of the unhealthy-GPU ConfigMaps: a cluster-wide
+    // ConfigMap watch would carry every application's configuration.
+    schedext::cluster::InformerOptions config_maps = nodes;
+    config_maps.kind = schedext::cluster::ResourceKind::kConfigMaps;
+    config_maps.path = "/api/v1/namespaces/" + gpushare->unhealthy_namespace + "/configmaps";
+    connection->config_maps = std::make_unique<schedext::cluster::Informer>(
+        *connection->client, *connection->cache, config_maps);
+    connection->annotator =
+        std::make_unique<schedext::cluster::KubePodAnnotator>(*connection->client);
+  }
   connection->binder = std::make_unique<schedext::cluster::KubeBinder>(*connection->client);
   return connection;
 }
@@ -335,11 +385,17 @@ class Supervisor {
       const auto stats = cluster_->cache->Stats();
       const auto nodes = cluster_->nodes->Stats();
       const auto pods = cluster_->pods->Stats();
+      std::string config_maps;
+      if (cluster_->config_maps) {
+        const auto cm = cluster_->config_maps->Stats();
+        config_maps = fmt::format("; configmap watch: synced={} relisting={} events={} failures={}",
+                                  cm.synced, cm.relisting, cm.events, cm.failures);
+      }
       spdlog::info(
           "cluster cache: {} nodes, {} pods, {} assumed; node watch: synced={} relisting={} "
-          "events={} failures={}; pod watch: synced={} relisting={} events={} failures={}",
+          "events={} failures={}; pod watch: synced={} relisting={} events={} failures={}{}",
           stats.nodes, stats.pods, stats.assumed, nodes.synced, nodes.relisting, nodes.events,
-          nodes.failures, pods.synced, pods.relisting, pods.events, pods.failures);
+          nodes.failures, pods.synced, pods.relisting, pods.events, pods.failures, config_maps);
     }
   }
 
@@ -424,7 +480,8 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  auto cluster = ConnectCluster(config.cluster);
+  const bool gpushare = config.UsesPolicy(kGpuSharePolicy);
+  auto cluster = ConnectCluster(config.cluster, gpushare ? &config.gpushare : nullptr);
   if (!cluster.ok()) {
     spdlog::critical("{}", cluster.status().message());
     return 1;
@@ -439,13 +496,25 @@ int main(int argc, char** argv) {
   schedext::server::ExtenderService service(
       built->profiles, built->default_profile,
       connection ? connection->cache.get() : nullptr,
-      connection ? connection->binder.get() : nullptr, &metrics);
+      connection ? connection->binder.get() : nullptr, &metrics,
+      connection ? connection->annotator.get() : nullptr);
   schedext::server::HttpServerOptions options;
   options.server = config.server;
   options.version = SCHEDEXT_VERSION;
   if (connection) {
     ClusterConnection* c = connection.get();
     options.ready = [c] { return c->Ready(); };
+  }
+  if (gpushare && connection) {
+    const schedext::cluster::ClusterCache* cache = connection->cache.get();
+    const schedext::model::GpuShareConvention* convention = &config.gpushare;
+    options.get_routes.push_back(
+        {"/gpushare/inspect", [cache, convention](std::string_view node, std::string& body) {
+           return schedext::server::GpuShareInspect(*cache, *convention, node, body);
+         }});
+    metrics.SetExtra([cache, convention](std::string& out) {
+      schedext::server::AppendGpuShareMetrics(*cache, *convention, out);
+    });
   }
   schedext::server::HttpServer server(service, &metrics, options);
   if (schedext::Status s = server.Bind(); !s.ok()) {
@@ -460,10 +529,13 @@ int main(int argc, char** argv) {
                SCHEDEXT_VERSION, config.server.host, server.port(), profile_list,
                names[built->default_profile], config.server.threads);
   if (connection) {
-    spdlog::info("cluster: {}; watching nodes and pods (not ready until both have synced)",
-                 connection->source);
-    connection->nodes->Start();
-    connection->pods->Start();
+    spdlog::info("cluster: {}; watching nodes and pods{} (not ready until {} synced)",
+                 connection->source,
+                 connection->config_maps
+                     ? " and the ConfigMaps of " + config.gpushare.unhealthy_namespace
+                     : std::string(),
+                 connection->config_maps ? "all three have" : "both have");
+    connection->Start();
   } else {
     spdlog::info("no cluster connection (cluster.mode {}): node-cache requests (NodeNames) and "
                  "bind answer an error; full-node requests are served",
