@@ -527,5 +527,220 @@ TEST_F(DeployTest, SchedulerConfigsNameServedRoutes) {
   }
 }
 
+// ---- deploy/gpushare: the overlay for the gpushare device plugin ----
+
+const std::string kGpuShareDir = kSourceDir + "/deploy/gpushare";
+
+// `kubectl kustomize <dir>` as YAML objects; "" or what went wrong.
+std::string Render(const std::string& dir, std::vector<YAML::Node>& objects) {
+  CommandOutput which = RunCommand("command -v " + ShellQuote(Kubectl()));
+  if (which.exit_code != 0) {
+    return "kubectl not found on PATH (set $KUBECTL, or install Debian's kubernetes-client)";
+  }
+  CommandOutput r = RunCommand(ShellQuote(Kubectl()) + " kustomize " + ShellQuote(dir));
+  if (r.exit_code != 0) {
+    return "`kubectl kustomize " + dir + "` failed (exit " + std::to_string(r.exit_code) +
+           "): " + r.err;
+  }
+  try {
+    for (const YAML::Node& doc : YAML::LoadAll(r.out)) {
+      if (doc.IsMap()) {
+        objects.push_back(doc);
+      }
+    }
+  } catch (const YAML::Exception& e) {
+    return std::string("cannot parse the rendered ") + dir + ": " + e.what();
+  }
+  return "";
+}
+
+// resource → verbs granted by the `rules` of a Role or ClusterRole.
+std::map<std::string, std::set<std::string>> Grants(const YAML::Node& role) {
+  std::map<std::string, std::set<std::string>> granted;
+  for (const YAML::Node& rule : role["rules"]) {
+    for (const YAML::Node& r : rule["resources"]) {
+      for (const YAML::Node& v : rule["verbs"]) {
+        granted[Str(r)].insert(Str(v));
+      }
+    }
+  }
+  return granted;
+}
+
+TEST(GpuShareDeployTest, OverlayAddsTheProfileAndTheRbac) {
+  std::vector<YAML::Node> objects;
+  const std::string error = Render(kGpuShareDir, objects);
+  ASSERT_TRUE(error.empty()) << error;
+  auto all = [&](const std::string& kind) {
+    std::vector<YAML::Node> found;
+    for (const YAML::Node& o : objects) {
+      if (Str(o["kind"]) == kind) {
+        found.push_back(o);
+      }
+    }
+    return found;
+  };
+  auto named = [&](const std::string& kind, const std::string& name) {
+    for (const YAML::Node& o : all(kind)) {
+      if (Str(o["metadata"]["name"]) == name) {
+        return o;
+      }
+    }
+    ADD_FAILURE() << "no " << kind << " " << name;
+    return YAML::Node();
+  };
+  std::map<std::string, int> kinds;
+  for (const YAML::Node& o : objects) {
+    ++kinds[Str(o["kind"])];
+  }
+  const std::map<std::string, int> want = {
+      {"Namespace", 1}, {"ServiceAccount", 1}, {"ClusterRole", 2}, {"ClusterRoleBinding", 2},
+      {"Role", 1},      {"RoleBinding", 1},    {"ConfigMap", 1},   {"Deployment", 1},
+      {"Service", 1},
+  };
+  EXPECT_EQ(kinds, want);
+
+  // The one ConfigMap is the overlay's configuration, mounted by the Deployment.
+  const YAML::Node cm = all("ConfigMap").front();
+  EXPECT_EQ(Str(cm["metadata"]["namespace"]), "schedext-system");
+  const std::string cm_name = Str(cm["metadata"]["name"]);
+  EXPECT_EQ(cm_name.rfind("schedext-config-", 0), 0u) << cm_name;
+  bool mounted = false;
+  for (const YAML::Node& v : all("Deployment").front()["spec"]["template"]["spec"]["volumes"]) {
+    mounted = mounted || Str(v["configMap"]["name"]) == cm_name;
+  }
+  EXPECT_TRUE(mounted) << "the Deployment mounts " << cm_name;
+  StatusOr<config::Config> cfg =
+      config::LoadConfigText(Str(cm["data"]["schedext.yaml"]), "gpushare schedext.yaml");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_EQ(cfg->cluster.mode, "required");
+  EXPECT_EQ(cfg->default_profile, "default");
+  const config::ProfileConfig* gpushare = nullptr;
+  for (const config::ProfileConfig& p : cfg->profiles) {
+    if (p.name == "gpushare") {
+      gpushare = &p;
+    }
+  }
+  ASSERT_NE(gpushare, nullptr) << "a profile named gpushare";
+  std::vector<std::string> policies;
+  for (const config::PolicyConfig& policy : gpushare->policies) {
+    policies.push_back(policy.name);
+  }
+  EXPECT_EQ(policies, (std::vector<std::string>{"GpuShare", "NodeResourcesFit"}));
+  EXPECT_EQ(cfg->gpushare.memory_resource, "aliyun.com/gpu-mem");
+  EXPECT_EQ(cfg->gpushare.unhealthy_namespace, "kube-system");
+
+  // Pods patch, cluster-wide, for the service account.
+  const YAML::Node cluster_role = named("ClusterRole", "schedext-gpushare");
+  EXPECT_TRUE(Grants(cluster_role)["pods"].count("patch"));
+  const YAML::Node cluster_binding = named("ClusterRoleBinding", "schedext-gpushare");
+  EXPECT_EQ(Str(cluster_binding["roleRef"]["kind"]), "ClusterRole");
+  EXPECT_EQ(Str(cluster_binding["roleRef"]["name"]), "schedext-gpushare");
+  // ConfigMaps get/list/watch in the namespace of the unhealthy-GPU ConfigMaps.
+  const YAML::Node role = all("Role").front();
+  EXPECT_EQ(Str(role["metadata"]["namespace"]), cfg->gpushare.unhealthy_namespace);
+  for (const char* verb : {"get", "list", "watch"}) {
+    EXPECT_TRUE(Grants(role)["configmaps"].count(verb)) << verb;
+  }
+  const YAML::Node role_binding = all("RoleBinding").front();
+  EXPECT_EQ(Str(role_binding["metadata"]["namespace"]), cfg->gpushare.unhealthy_namespace);
+  EXPECT_EQ(Str(role_binding["roleRef"]["kind"]), "Role");
+  EXPECT_EQ(Str(role_binding["roleRef"]["name"]), Str(role["metadata"]["name"]));
+  const std::string sa = Str(all("ServiceAccount").front()["metadata"]["name"]);
+  for (const YAML::Node& binding : {cluster_binding, role_binding}) {
+    ASSERT_TRUE(binding["subjects"].IsSequence());
+    EXPECT_EQ(Str(binding["subjects"][0]["kind"]), "ServiceAccount");
+    EXPECT_EQ(Str(binding["subjects"][0]["name"]), sa);
+    EXPECT_EQ(Str(binding["subjects"][0]["namespace"]), "schedext-system");
+  }
+  // The base's grants are still there (bind, watch nodes and pods).
+  const std::map<std::string, std::set<std::string>> base = Grants(named("ClusterRole", "schedext"));
+  EXPECT_TRUE(base.at("pods/binding").count("create"));
+  EXPECT_TRUE(base.at("pods").count("watch"));
+}
+
+TEST(GpuShareDeployTest, SchedulerConfigSendsGpuPodsToTheGpuShareProfile) {
+  std::vector<YAML::Node> objects;
+  const std::string error = Render(kGpuShareDir, objects);
+  ASSERT_TRUE(error.empty()) << error;
+  std::string config_text;
+  std::string service_authority;
+  for (const YAML::Node& o : objects) {
+    if (Str(o["kind"]) == "ConfigMap") {
+      config_text = Str(o["data"]["schedext.yaml"]);
+    } else if (Str(o["kind"]) == "Service") {
+      service_authority = Str(o["metadata"]["name"]) + "." + Str(o["metadata"]["namespace"]) +
+                          ".svc:" + Str(o["spec"]["ports"][0]["port"]);
+    }
+  }
+  StatusOr<config::Config> cfg = config::LoadConfigText(config_text, "gpushare schedext.yaml");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+
+  YAML::Node doc;
+  try {
+    doc = YAML::LoadFile(kSchedulerDir + "/kube-scheduler-config-gpushare.yaml");
+  } catch (const YAML::Exception& e) {
+    FAIL() << e.what();
+  }
+  EXPECT_EQ(Str(doc["kind"]), "KubeSchedulerConfiguration");
+  EXPECT_EQ(Str(doc["apiVersion"]), "kubescheduler.config.k8s.io/v1");
+  ASSERT_TRUE(doc["profiles"].IsSequence());
+  for (const YAML::Node& p : doc["profiles"]) {
+    EXPECT_EQ(Str(p["schedulerName"]), "schedext-scheduler");
+  }
+  EXPECT_EQ(Str(doc["leaderElection"]["resourceName"]), "schedext-scheduler");
+  ASSERT_TRUE(doc["extenders"].IsSequence());
+  ASSERT_EQ(doc["extenders"].size(), 1u);
+  const YAML::Node e = doc["extenders"][0];
+  const std::set<std::string> v1_keys = {
+      "urlPrefix", "filterVerb",  "preemptVerb", "prioritizeVerb",   "weight",
+      "bindVerb",  "enableHTTPS", "tlsConfig",   "httpTimeout",      "nodeCacheCapable",
+      "managedResources", "ignorable"};
+  for (auto it = e.begin(); it != e.end(); ++it) {
+    EXPECT_TRUE(v1_keys.count(it->first.Scalar())) << "unknown extender key " << it->first.Scalar();
+  }
+
+  // urlPrefix: the Service, then a profile that uses GpuShare.
+  std::optional<Url> url = ParseUrl(Str(e["urlPrefix"]));
+  ASSERT_TRUE(url.has_value()) << Str(e["urlPrefix"]);
+  EXPECT_EQ(url->scheme, "http");
+  EXPECT_EQ(Bool(e["enableHTTPS"]), false);
+  EXPECT_EQ(url->authority, service_authority);
+  EXPECT_EQ(url->path, "/gpushare");
+  bool uses_gpushare = false;
+  for (const config::ProfileConfig& p : cfg->profiles) {
+    if ("/" + p.name == url->path) {
+      for (const config::PolicyConfig& policy : p.policies) {
+        uses_gpushare = uses_gpushare || policy.name == "GpuShare";
+      }
+    }
+  }
+  EXPECT_TRUE(uses_gpushare) << url->path << " is not a profile with the GpuShare policy";
+
+  // Every verb, bind included (the device annotations are written there).
+  const std::map<std::string, std::string> verbs = {{"filterVerb", "filter"},
+                                                    {"prioritizeVerb", "prioritize"},
+                                                    {"preemptVerb", "preempt"},
+                                                    {"bindVerb", "bind"}};
+  for (const auto& [key, verb] : verbs) {
+    EXPECT_EQ(Str(e[key]), verb) << key;
+  }
+  EXPECT_EQ(Bool(e["nodeCacheCapable"]), true);
+  std::optional<int64_t> weight = Int(e["weight"]);
+  ASSERT_TRUE(weight.has_value());
+  EXPECT_GT(*weight, 0);
+  EXPECT_EQ(Bool(e["ignorable"]), false);
+  EXPECT_TRUE(IsGoDuration(Str(e["httpTimeout"]))) << Str(e["httpTimeout"]);
+
+  // Only GPU-memory pods reach the extender, and the scheduler still checks
+  // the node's total.
+  const YAML::Node managed = e["managedResources"];
+  ASSERT_TRUE(managed.IsSequence());
+  ASSERT_EQ(managed.size(), 1u);
+  EXPECT_EQ(Str(managed[0]["name"]), cfg->gpushare.memory_resource);
+  EXPECT_EQ(Str(managed[0]["name"]), "aliyun.com/gpu-mem");
+  EXPECT_EQ(Bool(managed[0]["ignoredByScheduler"]), false);
+}
+
 }  // namespace
 }  // namespace schedext
