@@ -16,13 +16,39 @@ namespace od = simdjson::ondemand;
 
 namespace {
 
-enum class Kind { kNode, kPod };
+enum class Kind { kNode, kPod, kConfigMap };
 
 // Names used in error messages, as Kubernetes names the list kinds.
 constexpr std::string_view kNodeList = "NodeList";
 constexpr std::string_view kPodList = "PodList";
 constexpr std::string_view kNodeEvent = "node watch event";
 constexpr std::string_view kPodEvent = "pod watch event";
+constexpr std::string_view kConfigMapList = "ConfigMapList";
+constexpr std::string_view kConfigMapEvent = "config map watch event";
+
+std::string_view ListName(Kind kind) {
+  switch (kind) {
+    case Kind::kNode:
+      return kNodeList;
+    case Kind::kPod:
+      return kPodList;
+    case Kind::kConfigMap:
+      return kConfigMapList;
+  }
+  return kPodList;
+}
+
+std::string_view EventName(Kind kind) {
+  switch (kind) {
+    case Kind::kNode:
+      return kNodeEvent;
+    case Kind::kPod:
+      return kPodEvent;
+    case Kind::kConfigMap:
+      return kConfigMapEvent;
+  }
+  return kPodEvent;
+}
 
 bool ParseEventType(std::string_view text, WatchEventType& type) {
   if (text == "ADDED") {
@@ -48,6 +74,7 @@ struct ObjectDecoder::Impl : internal::FieldDecoder {
   // Reused for every item, so a page of 500 pods does not allocate 500 times.
   NodeObject node;
   PodObject pod;
+  ConfigMapObject config_map;
 
   // One node object (an item or an event's object) into `node`.
   bool DecodeNodeObject(od::value& v) {
@@ -85,8 +112,70 @@ struct ObjectDecoder::Impl : internal::FieldDecoder {
     return true;
   }
 
+  void ResetConfigMap() {
+    config_map.namespace_name = {};
+    config_map.name = {};
+    config_map.resource_version = {};
+    config_map.data.clear();  // keeps the capacity for the next item
+  }
+
+  // One config map into `config_map`: metadata identity and .data only.
+  bool DecodeConfigMapObject(od::value& v) {
+    ResetConfigMap();
+    od::json_type type;
+    if (!ReadType(v, type)) {
+      return false;
+    }
+    if (type != od::json_type::object) {
+      return Fail("expected an object");
+    }
+    return ForEachField(v, [&](std::string_view key, od::value& value) {
+      if (KeyIs(key, "metadata")) {
+        return ForEachField(value, [&](std::string_view meta_key, od::value& meta_value) {
+          if (KeyIs(meta_key, "name")) {
+            return ReadString(meta_value, config_map.name);
+          }
+          if (KeyIs(meta_key, "namespace")) {
+            return ReadString(meta_value, config_map.namespace_name);
+          }
+          if (KeyIs(meta_key, "resourceVersion")) {
+            return ReadString(meta_value, config_map.resource_version);
+          }
+          return true;
+        });
+      }
+      if (KeyIs(key, "data")) {
+        // A repeated "data" replaces the earlier one, as for other maps.
+        config_map.data.clear();
+        return ForEachField(value, [&](std::string_view data_key, od::value& data_value) {
+          std::string_view text;  // null: "", as Go decodes it into a map[string]string
+          if (!ReadString(data_value, text)) {
+            return false;
+          }
+          for (auto& entry : config_map.data) {
+            if (entry.first == data_key) {
+              entry.second = text;
+              return true;
+            }
+          }
+          config_map.data.emplace_back(data_key, text);
+          return true;
+        });
+      }
+      return true;
+    });
+  }
+
   bool DecodeObject(Kind kind, od::value& v) {
-    return kind == Kind::kNode ? DecodeNodeObject(v) : DecodePodObject(v);
+    switch (kind) {
+      case Kind::kNode:
+        return DecodeNodeObject(v);
+      case Kind::kPod:
+        return DecodePodObject(v);
+      case Kind::kConfigMap:
+        return DecodeConfigMapObject(v);
+    }
+    return Fail("unknown object kind");
   }
 
   // metav1.Status of an ERROR event.
@@ -149,7 +238,7 @@ struct ObjectDecoder::Impl : internal::FieldDecoder {
     }
     if (!ok) {
       meta = ListMeta{};
-      Status status = TakeError(kind == Kind::kNode ? kNodeList : kPodList);
+      Status status = TakeError(ListName(kind));
       return stopped ? InternalError(status.message()) : status;
     }
     return OkStatus();
@@ -157,16 +246,22 @@ struct ObjectDecoder::Impl : internal::FieldDecoder {
 
   Status DecodeEvent(Kind kind, const RequestBuffer& line, WatchEvent& event) {
     event = WatchEvent{};
-    if (kind == Kind::kNode) {
-      node.info.Clear();
-      node.resource_version = {};
-      node.deleting = false;
-    } else {
-      pod.info.Clear();
-      pod.resource_version = {};
-      pod.deleting = false;
+    switch (kind) {
+      case Kind::kNode:
+        node.info.Clear();
+        node.resource_version = {};
+        node.deleting = false;
+        break;
+      case Kind::kPod:
+        pod.info.Clear();
+        pod.resource_version = {};
+        pod.deleting = false;
+        break;
+      case Kind::kConfigMap:
+        ResetConfigMap();
+        break;
     }
-    const std::string_view what = kind == Kind::kNode ? kNodeEvent : kPodEvent;
+    const std::string_view what = EventName(kind);
     bool has_type = false;
     bool has_object = false;
     // The object's bytes when it came before "type" (Go writes type first;
@@ -260,6 +355,13 @@ Status ObjectDecoder::DecodePodList(const RequestBuffer& page, ListMeta& meta,
   return d.DecodeList(Kind::kPod, page, meta, [&]() { return on_item(d.pod); });
 }
 
+Status ObjectDecoder::DecodeConfigMapList(
+    const RequestBuffer& page, ListMeta& meta,
+    const std::function<bool(const ConfigMapObject&)>& on_item) {
+  Impl& d = *impl_;
+  return d.DecodeList(Kind::kConfigMap, page, meta, [&]() { return on_item(d.config_map); });
+}
+
 Status ObjectDecoder::DecodeNodeEvent(const RequestBuffer& line, WatchEvent& event,
                                       NodeObject& object) {
   Status status = impl_->DecodeEvent(Kind::kNode, line, event);
@@ -272,6 +374,13 @@ Status ObjectDecoder::DecodePodEvent(const RequestBuffer& line, WatchEvent& even
                                      PodObject& object) {
   Status status = impl_->DecodeEvent(Kind::kPod, line, event);
   std::swap(object, impl_->pod);
+  return status;
+}
+
+Status ObjectDecoder::DecodeConfigMapEvent(const RequestBuffer& line, WatchEvent& event,
+                                           ConfigMapObject& object) {
+  Status status = impl_->DecodeEvent(Kind::kConfigMap, line, event);
+  std::swap(object, impl_->config_map);
   return status;
 }
 

@@ -1,9 +1,10 @@
-// ObjectDecoder: LIST pages and watch events of nodes and pods.
+// ObjectDecoder: LIST pages and watch events of nodes, pods and config maps.
 #include "schedext/wire/object_decoder.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "schedext/wire/request_buffer.h"
@@ -227,6 +228,143 @@ TEST(ObjectDecoderTest, RejectsMalformedEvents) {
     WatchEvent event;
     PodObject object;
     const Status status = decoder.DecodePodEvent(RequestBuffer::CopyOf(c.line), event, object);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(status.message(), c.message);
+  }
+}
+
+std::string ConfigMap(std::string_view ns, std::string_view name, std::string_view rv,
+                      std::string_view data) {
+  return R"({"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":")" + std::string(name) +
+         R"(","namespace":")" + std::string(ns) + R"(","uid":"u-1","resourceVersion":")" +
+         std::string(rv) +
+         R"(","creationTimestamp":"2026-01-01T00:00:00Z","labels":{"app":"gpushare"}},"data":)" +
+         std::string(data) + R"(,"binaryData":{"blob":"AAEC"}})";
+}
+
+using Pairs = std::vector<std::pair<std::string, std::string>>;
+
+Pairs DataOf(const ConfigMapObject& object) {
+  Pairs out;
+  for (const auto& [k, v] : object.data) {
+    out.emplace_back(std::string(k), std::string(v));
+  }
+  return out;
+}
+
+TEST(ObjectDecoderTest, DecodesConfigMapListPage) {
+  const std::string body = List(
+      "ConfigMapList", "310", "next",
+      {ConfigMap("kube-system", "unhealthy-gpu-n1", "300",
+                 R"({"gpus":"0,2","note":"line\nbreak \"quoted\"","b":"1"})"),
+       ConfigMap("kube-system", "empty", "301", "null"),
+       // Escaped key; a repeated key keeps its place and takes the last value.
+       ConfigMap("other", "dup", "302", R"({"k\u0031":"a","x":"1","k1":"b"})")});
+  ObjectDecoder decoder;
+  ListMeta meta;
+  struct Seen {
+    std::string ns, name, rv;
+    Pairs data;
+  };
+  std::vector<Seen> seen;
+  const Status status = decoder.DecodeConfigMapList(
+      RequestBuffer::CopyOf(body), meta, [&](const ConfigMapObject& cm) {
+        seen.push_back({std::string(cm.namespace_name), std::string(cm.name),
+                        std::string(cm.resource_version), DataOf(cm)});
+        return true;
+      });
+  ASSERT_TRUE(status.ok()) << status.ToString();
+  EXPECT_EQ(meta.resource_version, "310");
+  EXPECT_EQ(meta.continue_token, "next");
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0].ns, "kube-system");
+  EXPECT_EQ(seen[0].name, "unhealthy-gpu-n1");
+  EXPECT_EQ(seen[0].rv, "300");
+  EXPECT_EQ(seen[0].data, (Pairs{{"gpus", "0,2"}, {"note", "line\nbreak \"quoted\""}, {"b", "1"}}));
+  EXPECT_EQ(seen[1].name, "empty");
+  EXPECT_TRUE(seen[1].data.empty());  // the previous item's data is not carried over
+  EXPECT_EQ(seen[2].ns, "other");
+  EXPECT_EQ(seen[2].data, (Pairs{{"k1", "b"}, {"x", "1"}}));
+}
+
+TEST(ObjectDecoderTest, DecodesConfigMapEvents) {
+  const std::string cm = ConfigMap("ns", "cm", "77", R"({"a":"1"})");
+  struct Case {
+    std::string name;
+    std::string line;
+    WatchEventType type;
+    std::string rv;
+    std::string cm_name;
+    Pairs data;
+  };
+  const std::vector<Case> cases = {
+      {"added", Event("ADDED", cm), WatchEventType::kAdded, "77", "cm", {{"a", "1"}}},
+      {"modified", Event("MODIFIED", cm), WatchEventType::kModified, "77", "cm", {{"a", "1"}}},
+      {"deleted", Event("DELETED", cm), WatchEventType::kDeleted, "77", "cm", {{"a", "1"}}},
+      {"object first", "{\"object\":" + cm + ",\"type\":\"MODIFIED\"}",
+       WatchEventType::kModified, "77", "cm", {{"a", "1"}}},
+      {"bookmark",
+       Event("BOOKMARK", R"({"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"90"}})"),
+       WatchEventType::kBookmark, "90", "", {}},
+  };
+  ObjectDecoder decoder;
+  ConfigMapObject object;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    WatchEvent event;
+    const Status status =
+        decoder.DecodeConfigMapEvent(RequestBuffer::CopyOf(c.line), event, object);
+    ASSERT_TRUE(status.ok()) << status.ToString();
+    EXPECT_EQ(event.type, c.type);
+    EXPECT_EQ(object.resource_version, c.rv);
+    EXPECT_EQ(object.name, c.cm_name);
+    EXPECT_EQ(DataOf(object), c.data);
+  }
+  WatchEvent event;
+  const Status gone = decoder.DecodeConfigMapEvent(
+      RequestBuffer::CopyOf(Event(
+          "ERROR",
+          R"({"kind":"Status","status":"Failure","reason":"Expired","message":"too old","code":410})")),
+      event, object);
+  ASSERT_TRUE(gone.ok()) << gone.ToString();
+  EXPECT_EQ(event.type, WatchEventType::kError);
+  EXPECT_EQ(event.error_code, 410);
+  EXPECT_TRUE(object.name.empty());
+}
+
+TEST(ObjectDecoderTest, ConfigMapErrorsCarryThePath) {
+  ObjectDecoder decoder;
+  ListMeta meta;
+  const Status list = decoder.DecodeConfigMapList(
+      RequestBuffer::CopyOf(List("ConfigMapList", "1", "",
+                                 {ConfigMap("ns", "a", "1", R"({"ok":"1"})"),
+                                  ConfigMap("ns", "b", "2", R"({"n":5})")})),
+      meta, [](const ConfigMapObject&) { return true; });
+  EXPECT_EQ(list.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(list.message(), "decode ConfigMapList: /items/1/data/n: expected a string");
+  EXPECT_EQ(meta.resource_version, "");
+
+  struct Case {
+    std::string name;
+    std::string line;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"data not an object", Event("ADDED", R"({"metadata":{"name":"a"},"data":[]})"),
+       "decode config map watch event: /object/data: expected an object"},
+      {"name not a string", Event("ADDED", R"({"metadata":{"name":7}})"),
+       "decode config map watch event: /object/metadata/name: expected a string"},
+      {"object not an object", Event("MODIFIED", "[]"),
+       "decode config map watch event: /object: expected an object"},
+      {"missing object", R"({"type":"ADDED"})",
+       "decode config map watch event: missing \"object\""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    WatchEvent event;
+    ConfigMapObject object;
+    const Status status =
+        decoder.DecodeConfigMapEvent(RequestBuffer::CopyOf(c.line), event, object);
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
     EXPECT_EQ(status.message(), c.message);
   }

@@ -1,8 +1,10 @@
 // ObjectDecoder: decodes the Kubernetes API documents the informers read — LIST
-// pages of nodes or pods and watch event lines — with simdjson on-demand, into
-// the same model views the request decoder fills (the pod and node field
-// walkers are shared with RequestDecoder), plus the metadata the cluster cache
-// needs: resourceVersion, deletionTimestamp, and for watch events their type.
+// pages of nodes, pods or config maps and watch event lines — with simdjson
+// on-demand, into the same model views the request decoder fills (the pod and
+// node field walkers are shared with RequestDecoder), plus the metadata the
+// cluster cache needs: resourceVersion, deletionTimestamp, and for watch events
+// their type. Config maps are read shallowly: name, namespace,
+// resourceVersion and the string map `data` (binaryData and the rest skipped).
 //
 // LIST page:   {"metadata":{"resourceVersion":"..","continue":".."},"items":[...]}
 // Watch event: {"type":"ADDED|MODIFIED|DELETED|BOOKMARK|ERROR","object":{...}}
@@ -15,7 +17,7 @@
 // points into the input buffer or the decoder's parser and is valid until the
 // next Decode* call on the same decoder; an item passed to the per-item
 // callback is valid only during that call (the object is reused). Copy what
-// must outlive it (model::OwnedNode / OwnedPod).
+// must outlive it (model::OwnedNode / OwnedPod / OwnedConfigMap).
 //
 // Thread-safety: none; one decoder per informer thread.
 #ifndef SCHEDEXT_WIRE_OBJECT_DECODER_H_
@@ -25,6 +27,8 @@
 #include <functional>
 #include <memory>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "schedext/model/node_info.h"
 #include "schedext/model/pod_info.h"
@@ -55,10 +59,21 @@ struct PodObject {
   bool terminal() const { return info.phase == "Succeeded" || info.phase == "Failed"; }
 };
 
+// A config map as the cache needs it: its identity and its .data.
+struct ConfigMapObject {
+  std::string_view namespace_name;  // metadata.namespace
+  std::string_view name;            // metadata.name
+  std::string_view resource_version;
+  // .data in document order; a key given twice keeps its first position and
+  // its last value (as Go's map decoding keeps the last).
+  std::vector<std::pair<std::string_view, std::string_view>> data;
+};
+
 enum class WatchEventType { kAdded, kModified, kDeleted, kBookmark, kError };
 
 // The envelope of one watch event. For kError, `error_*` describe the
-// metav1.Status in "object" and the node / pod object is left empty.
+// metav1.Status in "object" and the node / pod / config map object is left
+// empty.
 struct WatchEvent {
   WatchEventType type = WatchEventType::kAdded;
   int64_t error_code = 0;          // Status.code (410: Gone / Expired)
@@ -81,12 +96,18 @@ class ObjectDecoder {
   // A PodList page, likewise.
   Status DecodePodList(const RequestBuffer& page, ListMeta& meta,
                        const std::function<bool(const PodObject&)>& on_item);
+  // A ConfigMapList page, likewise.
+  Status DecodeConfigMapList(const RequestBuffer& page, ListMeta& meta,
+                             const std::function<bool(const ConfigMapObject&)>& on_item);
 
   // One watch event line of a node watch. `object` is filled for every type but
   // kError (for kBookmark only its resource_version matters).
   Status DecodeNodeEvent(const RequestBuffer& line, WatchEvent& event, NodeObject& object);
   // One watch event line of a pod watch, likewise.
   Status DecodePodEvent(const RequestBuffer& line, WatchEvent& event, PodObject& object);
+  // One watch event line of a config map watch, likewise.
+  Status DecodeConfigMapEvent(const RequestBuffer& line, WatchEvent& event,
+                              ConfigMapObject& object);
 
   // Releases parser memory beyond `max_bytes` (after a very large page).
   void ShrinkTo(size_t max_bytes);
