@@ -40,6 +40,31 @@ std::string QueryEscape(std::string_view text) {
   return out;
 }
 
+std::string_view DefaultPath(ResourceKind kind) {
+  switch (kind) {
+    case ResourceKind::kNodes:
+      return "/api/v1/nodes";
+    case ResourceKind::kPods:
+      return "/api/v1/pods";
+    case ResourceKind::kConfigMaps:
+      return "/api/v1/configmaps";
+  }
+  return "/api/v1/pods";
+}
+
+// The cache keeps config maps for as long as they exist: own the strings.
+std::shared_ptr<const model::OwnedConfigMap> OwnConfigMap(const wire::ConfigMapObject& object) {
+  auto owned = std::make_shared<model::OwnedConfigMap>();
+  owned->namespace_name.assign(object.namespace_name);
+  owned->name.assign(object.name);
+  owned->resource_version.assign(object.resource_version);
+  owned->data.reserve(object.data.size());
+  for (const auto& [key, value] : object.data) {
+    owned->data.emplace_back(std::string(key), std::string(value));
+  }
+  return owned;
+}
+
 }  // namespace
 
 std::string_view ResourceKindName(ResourceKind kind) {
@@ -60,9 +85,7 @@ class Informer::Run {
   explicit Run(Informer& informer)
       : in_(informer),
         opts_(informer.options_),
-        path_(opts_.path.empty()
-                  ? (opts_.kind == ResourceKind::kNodes ? "/api/v1/nodes" : "/api/v1/pods")
-                  : opts_.path),
+        path_(opts_.path.empty() ? std::string(DefaultPath(opts_.kind)) : opts_.path),
         rng_(opts_.seed != 0 ? opts_.seed : std::random_device{}()) {}
 
   void Loop() {
@@ -178,6 +201,14 @@ class Informer::Run {
                            nullptr, nullptr});
         return true;
       });
+    }
+    if (opts_.kind == ResourceKind::kConfigMaps) {
+      return decoder_.DecodeConfigMapList(buffer_, meta,
+                                          [&](const wire::ConfigMapObject& config_map) {
+                                            objects.push_back(
+                                                {nullptr, nullptr, OwnConfigMap(config_map)});
+                                            return true;
+                                          });
     }
     return decoder_.DecodePodList(buffer_, meta, [&](const wire::PodObject& pod) {
       objects.push_back({nullptr, std::make_shared<const model::OwnedPod>(
@@ -331,6 +362,13 @@ class Informer::Run {
         object.node = std::make_shared<const model::OwnedNode>(node_.info, node_.resource_version,
                                                                node_.deleting);
       }
+    } else if (opts_.kind == ResourceKind::kConfigMaps) {
+      SCHEDEXT_RETURN_IF_ERROR(decoder_.DecodeConfigMapEvent(line_, event, config_map_));
+      rv = config_map_.resource_version;
+      if (event.type != wire::WatchEventType::kBookmark &&
+          event.type != wire::WatchEventType::kError) {
+        object.config_map = OwnConfigMap(config_map_);
+      }
     } else {
       SCHEDEXT_RETURN_IF_ERROR(decoder_.DecodePodEvent(line_, event, pod_));
       rv = pod_.resource_version;
@@ -379,6 +417,7 @@ class Informer::Run {
   wire::RequestBuffer line_;    // the watch event being decoded
   wire::NodeObject node_;
   wire::PodObject pod_;
+  wire::ConfigMapObject config_map_;
   std::string resource_version_;  // where the next WATCH starts
   int consecutive_ = 0;           // failures since the backoff last reset
   std::chrono::steady_clock::time_point last_failure_{};

@@ -54,10 +54,23 @@ class RecordingHandler final : public InformerHandler {
   }
 
  private:
+  // Config maps: "<ns>/<name>".
   static std::string Name(const InformerObject& o) {
+    if (o.config_map) {
+      return o.config_map->namespace_name + "/" + o.config_map->name;
+    }
     return std::string(o.node ? o.node->name() : o.pod->info().name);
   }
+  // Config maps: "<rv>{k=v,...}", their data being what the cache reads.
   static std::string Version(const InformerObject& o) {
+    if (o.config_map) {
+      std::string out = o.config_map->resource_version + "{";
+      for (size_t i = 0; i < o.config_map->data.size(); ++i) {
+        out += (i > 0 ? "," : "") + o.config_map->data[i].first + "=" +
+               o.config_map->data[i].second;
+      }
+      return out + "}";
+    }
     return std::string(o.node ? o.node->resource_version() : o.pod->resource_version());
   }
   void Add(std::string call) {
@@ -466,6 +479,96 @@ TEST(InformerTest, EndToEndAgainstFakeApiServer) {
 
   pods.Stop();
   nodes.Stop();
+}
+
+std::string ConfigMapJson(std::string_view name, std::string_view rv, std::string_view data) {
+  return R"({"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":")" + std::string(name) +
+         R"(","namespace":"kube-system","resourceVersion":")" + std::string(rv) +
+         R"("},"data":)" + std::string(data) + "}";
+}
+
+TEST(InformerTest, ConfigMapsListAndWatchOnTheDefaultPath) {
+  Fixture f;
+  f.client.PushGet(200, R"({"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"20"},"items":[)" +
+                            ConfigMapJson("a", "5", R"({"x":"1"})") + "]}");
+  f.client.PushWatch(
+      {{Ev("ADDED", ConfigMapJson("b", "21", R"({"y":"2","z":"3"})")),
+        Ev("MODIFIED", ConfigMapJson("a", "22", "{}")),
+        Ev("BOOKMARK", R"({"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"30"}})"),
+        Ev("DELETED", ConfigMapJson("b", "31", R"({"y":"2"})"))},
+       OkStatus(),
+       /*hold_open=*/true});
+  Informer informer(f.client, f.handler, f.Options(ResourceKind::kConfigMaps));
+  informer.Start();
+  ASSERT_TRUE(informer.WaitForSync(kWait));
+  ASSERT_TRUE(f.handler.WaitForCalls(4));
+  EXPECT_EQ(f.handler.calls(),
+            (std::vector<std::string>{"replace:kube-system/a", "upsert:kube-system/b@21{y=2,z=3}",
+                                      "upsert:kube-system/a@22{}", "delete:kube-system/b"}));
+  EXPECT_EQ(f.client.get_paths(), std::vector<std::string>{"/api/v1/configmaps?limit=2"});
+  ASSERT_TRUE(Eventually([&] { return informer.Stats().events == 4; }));
+  EXPECT_EQ(informer.Stats().resource_version, "31");
+  ASSERT_EQ(f.client.watch_paths().size(), 1u);
+  EXPECT_EQ(f.client.watch_paths()[0].rfind("/api/v1/configmaps?watch=true&resourceVersion=20&", 0),
+            0u);
+  informer.Stop();
+}
+
+// A namespaced config map informer through HttpKubeClient and the fake:
+// paginated sync of that namespace only, then add / modify / delete, and
+// changes in other namespaces never arrive.
+TEST(InformerTest, ConfigMapsOfOneNamespaceAgainstFakeApiServer) {
+  using ::schedext::testing::FakeApiServer;
+  using ::schedext::testing::FakeResource;
+  using ::schedext::testing::FixtureConfigMap;
+  FakeApiServer api;
+  ASSERT_TRUE(api.Start()) << api.error();
+  api.Apply(FakeResource::kConfigMaps, FixtureConfigMap("kube-system", "gpu-n1", {{"0", "bad"}}));
+  api.Apply(FakeResource::kConfigMaps, FixtureConfigMap("default", "elsewhere", {{"k", "v"}}));
+  api.Apply(FakeResource::kConfigMaps, FixtureConfigMap("kube-system", "gpu-n2", {}));
+  api.Apply(FakeResource::kConfigMaps, FixtureConfigMap("kube-system", "gpu-n3", {{"1", "x"}}));
+
+  ClientConfig config;
+  config.server = api.url();
+  config.ca_pem = api.ca_pem();
+  config.token = api.token();
+  config.qps = 0;
+  config.timeout = 5s;
+  StatusOr<std::unique_ptr<KubeClient>> client = NewHttpKubeClient(config);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+
+  RecordingHandler handler;
+  InformerOptions options;
+  options.kind = ResourceKind::kConfigMaps;
+  options.path = "/api/v1/namespaces/kube-system/configmaps";
+  options.page_size = 2;  // 3 config maps in kube-system: two pages
+  options.backoff_initial = 10ms;
+  options.seed = 3;
+  Informer informer(**client, handler, options);
+  informer.Start();
+  ASSERT_TRUE(informer.WaitForSync(kWait));
+  ASSERT_TRUE(handler.WaitForCalls(1));
+  EXPECT_EQ(handler.calls()[0], "replace:kube-system/gpu-n1,kube-system/gpu-n2,kube-system/gpu-n3");
+  EXPECT_EQ(informer.Stats().lists, 1);
+
+  ASSERT_TRUE(api.WaitForWatches(FakeResource::kConfigMaps, 1, kWait));
+  api.Apply(FakeResource::kConfigMaps, FixtureConfigMap("default", "elsewhere", {{"k", "w"}}));
+  const std::string added =
+      api.Apply(FakeResource::kConfigMaps, FixtureConfigMap("kube-system", "gpu-n4", {{"2", "y"}}));
+  const std::string modified = api.Apply(
+      FakeResource::kConfigMaps, FixtureConfigMap("kube-system", "gpu-n1", {{"0", "bad"}, {"3", "z"}}));
+  ASSERT_FALSE(api.Delete(FakeResource::kConfigMaps, "kube-system", "gpu-n2").empty());
+  ASSERT_TRUE(handler.WaitForCalls(4));
+  EXPECT_EQ(handler.calls(),
+            (std::vector<std::string>{
+                "replace:kube-system/gpu-n1,kube-system/gpu-n2,kube-system/gpu-n3",
+                "upsert:kube-system/gpu-n4@" + added + "{2=y}",
+                "upsert:kube-system/gpu-n1@" + modified + "{0=bad,3=z}",
+                "delete:kube-system/gpu-n2"}));
+  EXPECT_EQ(api.Get(FakeResource::kConfigMaps, "kube-system", "gpu-n2"), "");
+  EXPECT_NE(api.Get(FakeResource::kConfigMaps, "default", "elsewhere").find("\"k\":\"w\""),
+            std::string::npos);
+  informer.Stop();
 }
 
 }  // namespace

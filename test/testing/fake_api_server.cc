@@ -23,6 +23,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -223,7 +224,38 @@ bool Base64UrlDecode(std::string_view in, std::string& out) {
   return true;
 }
 
-std::string_view KindOf(FakeResource r) { return r == FakeResource::kNodes ? "Node" : "Pod"; }
+std::string_view KindOf(FakeResource r) {
+  switch (r) {
+    case FakeResource::kNodes:
+      return "Node";
+    case FakeResource::kPods:
+      return "Pod";
+    case FakeResource::kConfigMaps:
+      return "ConfigMap";
+  }
+  return "Pod";
+}
+
+std::string_view ListKindOf(FakeResource r) {
+  switch (r) {
+    case FakeResource::kNodes:
+      return "NodeList";
+    case FakeResource::kPods:
+      return "PodList";
+    case FakeResource::kConfigMaps:
+      return "ConfigMapList";
+  }
+  return "PodList";
+}
+
+// Store key of a namespaced object: "<ns>/<name>", "default" when no
+// namespace is given (as kubectl's default context does); nodes by name.
+std::string StoreKey(FakeResource r, std::string_view ns, std::string_view name) {
+  if (r == FakeResource::kNodes) {
+    return std::string(name);
+  }
+  return std::string(ns.empty() ? "default" : ns) + "/" + std::string(name);
+}
 
 std::string StringAt(const json& obj, std::initializer_list<const char*> path) {
   const json* cur = &obj;
@@ -241,15 +273,27 @@ std::string StringAt(const json& obj, std::initializer_list<const char*> path) {
 }
 
 std::string KeyOf(FakeResource r, const json& obj) {
-  const std::string name = StringAt(obj, {"metadata", "name"});
-  if (r == FakeResource::kNodes) {
-    return name;
+  return StoreKey(r, StringAt(obj, {"metadata", "namespace"}), StringAt(obj, {"metadata", "name"}));
+}
+
+// The object is in namespace `ns`; an empty `ns` (a cluster-wide path)
+// matches everything.
+bool InNamespace(const json& obj, const std::string& ns) {
+  return ns.empty() || StringAt(obj, {"metadata", "namespace"}) == ns;
+}
+
+// "application/merge-patch+json; charset=utf-8" → "application/merge-patch+json".
+std::string MediaType(const std::string& content_type) {
+  std::string out = content_type.substr(0, content_type.find(';'));
+  while (!out.empty() && (out.back() == ' ' || out.back() == '\t')) {
+    out.pop_back();
   }
-  std::string ns = StringAt(obj, {"metadata", "namespace"});
-  if (ns.empty()) {
-    ns = "default";
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') {
+      c = static_cast<char>(c - 'A' + 'a');
+    }
   }
-  return ns + "/" + name;
+  return out;
 }
 
 // The object as a watch event or GET carries it: kind and apiVersion first.
@@ -442,6 +486,20 @@ std::string FixturePod(std::string_view pod_namespace, std::string_view name,
   return pod.dump();
 }
 
+std::string FixtureConfigMap(std::string_view pod_namespace, std::string_view name,
+                             const std::vector<std::pair<std::string, std::string>>& data) {
+  json config_map = json::object();
+  config_map["kind"] = "ConfigMap";
+  config_map["apiVersion"] = "v1";
+  config_map["metadata"] = {{"name", name}, {"namespace", pod_namespace}, {"uid", NewUid()}};
+  json values = json::object();
+  for (const auto& [key, value] : data) {
+    values[key] = value;
+  }
+  config_map["data"] = std::move(values);
+  return config_map.dump();
+}
+
 std::string FakeApiServer::StatusJson(int code, std::string_view reason,
                                       std::string_view message) {
   json status = {{"kind", "Status"},
@@ -461,9 +519,12 @@ std::string FakeApiServer::StatusJson(int code, std::string_view reason,
 // ---------------------------------------------------------------------------
 
 struct FakeApiServer::Impl {
+  static constexpr size_t kResourceCount = 3;  // FakeResource values
+
   // One open watch stream. Guarded by Impl::mu.
   struct Watch {
     FakeResource resource = FakeResource::kNodes;
+    std::string ns;  // from a /namespaces/{ns}/ path; empty: all namespaces
     bool bookmarks = false;
     std::vector<FieldTerm> fields;
     std::deque<std::string> pending;  // bytes to send, one chunk each
@@ -496,8 +557,14 @@ struct FakeApiServer::Impl {
   }
   void HandleGet(const httplib::Request& req, httplib::Response& res);
   void HandlePost(const httplib::Request& req, httplib::Response& res);
-  void HandleList(FakeResource r, const httplib::Request& req, httplib::Response& res);
-  void HandleWatch(FakeResource r, const httplib::Request& req, httplib::Response& res);
+  void HandlePatch(const httplib::Request& req, httplib::Response& res);
+  // `ns`: the namespace of a namespaced collection path, "" for all.
+  void HandleList(FakeResource r, const std::string& ns, const httplib::Request& req,
+                  httplib::Response& res);
+  void HandleWatch(FakeResource r, const std::string& ns, const httplib::Request& req,
+                   httplib::Response& res);
+  void HandlePodPatch(const std::string& ns, const std::string& name, const httplib::Request& req,
+                      httplib::Response& res);
   void HandleBind(const std::string& ns, const std::string& name, const httplib::Request& req,
                   httplib::Response& res);
   bool TakeScripted(const httplib::Request& req, Scripted& out);
@@ -525,10 +592,10 @@ struct FakeApiServer::Impl {
   uint64_t rv = 1000;
   uint64_t compacted_rv = 0;
   uint64_t continue_generation = 0;
-  std::map<std::string, json> objects[2];  // by FakeResource, sorted by key
+  std::map<std::string, json> objects[kResourceCount];  // by FakeResource, sorted by key
   std::deque<HistoryEntry> history;
   std::vector<std::shared_ptr<Watch>> watches;
-  size_t watch_requests[2] = {0, 0};
+  size_t watch_requests[kResourceCount] = {};
   bool bind_scripted = false;
   int bind_status = 0;
   std::string bind_body;
@@ -583,7 +650,8 @@ void FakeApiServer::Impl::BroadcastLocked(FakeResource r, const std::string& typ
                                           const json& object) {
   std::string line;
   for (const auto& w : watches) {
-    if (w->resource != r || w->end || w->drop || !MatchesFields(object, w->fields)) {
+    if (w->resource != r || w->end || w->drop || !InNamespace(object, w->ns) ||
+        !MatchesFields(object, w->fields)) {
       continue;
     }
     if (line.empty()) {
@@ -599,7 +667,7 @@ std::string FakeApiServer::Impl::ApplyLocked(FakeResource r, json obj) {
   auto& store = objects[static_cast<int>(r)];
   const bool exists = store.count(key) != 0;
   obj = WithoutKind(obj);
-  if (r == FakeResource::kPods && StringAt(obj, {"metadata", "namespace"}).empty()) {
+  if (r != FakeResource::kNodes && StringAt(obj, {"metadata", "namespace"}).empty()) {
     obj["metadata"]["namespace"] = "default";
   }
   ++rv;
@@ -635,6 +703,9 @@ void FakeApiServer::Impl::Configure() {
   server->Post(".*", [this](const httplib::Request& req, httplib::Response& res) {
     HandlePost(req, res);
   });
+  server->Patch(".*", [this](const httplib::Request& req, httplib::Response& res) {
+    HandlePatch(req, res);
+  });
   server->set_exception_handler(
       [this](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
         std::string what = "unknown";
@@ -661,18 +732,36 @@ void FakeApiServer::Impl::HandleGet(const httplib::Request& req, httplib::Respon
     return;
   }
   const std::string& path = req.path;
-  if (path == "/api/v1/nodes" || path == "/api/v1/pods") {
-    const FakeResource r = path == "/api/v1/nodes" ? FakeResource::kNodes : FakeResource::kPods;
+  static const std::string kPrefix = "/api/v1/namespaces/";
+  std::optional<FakeResource> collection;
+  std::string collection_ns;
+  if (path == "/api/v1/nodes") {
+    collection = FakeResource::kNodes;
+  } else if (path == "/api/v1/pods") {
+    collection = FakeResource::kPods;
+  } else if (path == "/api/v1/configmaps") {
+    collection = FakeResource::kConfigMaps;
+  } else if (path.rfind(kPrefix, 0) == 0) {
+    // /api/v1/namespaces/{ns}/configmaps
+    static const std::string kSuffix = "/configmaps";
+    const std::string rest = path.substr(kPrefix.size());
+    if (rest.size() > kSuffix.size() &&
+        rest.compare(rest.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0 &&
+        rest.find('/') == rest.size() - kSuffix.size()) {
+      collection = FakeResource::kConfigMaps;
+      collection_ns = rest.substr(0, rest.size() - kSuffix.size());
+    }
+  }
+  if (collection.has_value()) {
     if (IsWatchParam(req)) {
-      HandleWatch(r, req, res);
+      HandleWatch(*collection, collection_ns, req, res);
     } else {
-      HandleList(r, req, res);
+      HandleList(*collection, collection_ns, req, res);
     }
     Record(req, res.status);
     return;
   }
   // /api/v1/namespaces/{ns}/pods/{name}
-  static const std::string kPrefix = "/api/v1/namespaces/";
   if (path.rfind(kPrefix, 0) == 0) {
     const std::string rest = path.substr(kPrefix.size());
     const size_t slash = rest.find("/pods/");
@@ -698,8 +787,8 @@ void FakeApiServer::Impl::HandleGet(const httplib::Request& req, httplib::Respon
   Record(req, 404);
 }
 
-void FakeApiServer::Impl::HandleList(FakeResource r, const httplib::Request& req,
-                                     httplib::Response& res) {
+void FakeApiServer::Impl::HandleList(FakeResource r, const std::string& ns,
+                                     const httplib::Request& req, httplib::Response& res) {
   std::vector<FieldTerm> fields;
   if (!ParseFieldSelector(req.get_param_value("fieldSelector"), fields)) {
     Reply(res, 400, StatusJson(400, "BadRequest", "fake: unsupported fieldSelector"));
@@ -745,7 +834,7 @@ void FakeApiServer::Impl::HandleList(FakeResource r, const httplib::Request& req
   bool more = false;
   size_t remaining = 0;
   for (auto it = has_after ? store.upper_bound(after) : store.begin(); it != store.end(); ++it) {
-    if (!MatchesFields(it->second, fields)) {
+    if (!InNamespace(it->second, ns) || !MatchesFields(it->second, fields)) {
       continue;
     }
     if (limit > 0 && items.size() == limit) {
@@ -757,7 +846,7 @@ void FakeApiServer::Impl::HandleList(FakeResource r, const httplib::Request& req
     last_key = it->first;
   }
   json list = json::object();
-  list["kind"] = r == FakeResource::kNodes ? "NodeList" : "PodList";
+  list["kind"] = ListKindOf(r);
   list["apiVersion"] = "v1";
   list["metadata"] = {{"resourceVersion", std::to_string(list_rv)}};
   if (more) {
@@ -771,10 +860,11 @@ void FakeApiServer::Impl::HandleList(FakeResource r, const httplib::Request& req
   Reply(res, 200, list.dump());
 }
 
-void FakeApiServer::Impl::HandleWatch(FakeResource r, const httplib::Request& req,
-                                      httplib::Response& res) {
+void FakeApiServer::Impl::HandleWatch(FakeResource r, const std::string& ns,
+                                      const httplib::Request& req, httplib::Response& res) {
   auto w = std::make_shared<Watch>();
   w->resource = r;
+  w->ns = ns;
   w->bookmarks = req.get_param_value("allowWatchBookmarks") == "true";
   if (!ParseFieldSelector(req.get_param_value("fieldSelector"), w->fields)) {
     Reply(res, 400, StatusJson(400, "BadRequest", "fake: unsupported fieldSelector"));
@@ -793,7 +883,7 @@ void FakeApiServer::Impl::HandleWatch(FakeResource r, const httplib::Request& re
     if (rv_param.empty() || rv_param == "0") {
       // "Start at most recent" / "any": synthetic ADDED for what exists.
       for (const auto& [key, obj] : objects[static_cast<int>(r)]) {
-        if (MatchesFields(obj, w->fields)) {
+        if (InNamespace(obj, ns) && MatchesFields(obj, w->fields)) {
           w->pending.push_back(EventLine("ADDED", WithKind(r, obj)));
         }
       }
@@ -807,7 +897,8 @@ void FakeApiServer::Impl::HandleWatch(FakeResource r, const httplib::Request& re
         w->end = true;
       } else {
         for (const HistoryEntry& e : history) {
-          if (e.resource == r && e.rv > from && MatchesFields(e.object, w->fields)) {
+          if (e.resource == r && e.rv > from && InNamespace(e.object, ns) &&
+              MatchesFields(e.object, w->fields)) {
             w->pending.push_back(EventLine(e.type, e.object));
           }
         }
@@ -892,6 +983,113 @@ void FakeApiServer::Impl::HandlePost(const httplib::Request& req, httplib::Respo
           StatusJson(404, "NotFound", "the server could not find the requested resource"));
   }
   Record(req, res.status);
+}
+
+void FakeApiServer::Impl::HandlePatch(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorized(req)) {
+    Reply(res, 401, StatusJson(401, "Unauthorized", "Unauthorized"));
+    Record(req, 401);
+    return;
+  }
+  Scripted s;
+  if (TakeScripted(req, s)) {
+    Reply(res, s.status, s.body);
+    Record(req, s.status);
+    return;
+  }
+  // /api/v1/namespaces/{ns}/pods/{name}
+  static const std::string kPrefix = "/api/v1/namespaces/";
+  const std::string& path = req.path;
+  if (path.rfind(kPrefix, 0) == 0) {
+    const std::string rest = path.substr(kPrefix.size());
+    const size_t pods = rest.find("/pods/");
+    if (pods != std::string::npos && pods > 0 && pods + 6 < rest.size() &&
+        rest.find('/', pods + 6) == std::string::npos) {
+      HandlePodPatch(rest.substr(0, pods), rest.substr(pods + 6), req, res);
+      Record(req, res.status);
+      return;
+    }
+  }
+  Reply(res, 404, StatusJson(404, "NotFound", "the server could not find the requested resource"));
+  Record(req, 404);
+}
+
+// The API server's PATCH of a pod, for JSON merge patches only (RFC 7386).
+// metadata.uid and metadata.resourceVersion in the patch act as
+// preconditions: in the real server they are merged into the object and then
+// compared with the stored one by the storage layer; here they are compared
+// first and never written.
+void FakeApiServer::Impl::HandlePodPatch(const std::string& ns, const std::string& name,
+                                         const httplib::Request& req, httplib::Response& res) {
+  const std::string media_type = MediaType(req.get_header_value("Content-Type"));
+  if (media_type != "application/merge-patch+json") {
+    // The real server also accepts json-patch, strategic-merge and apply
+    // patches; the fake does not implement them.
+    Reply(res, 415,
+          StatusJson(415, "UnsupportedMediaType",
+                     "the body of the request was in an unknown format - accepted media types "
+                     "include: application/merge-patch+json"));
+    return;
+  }
+  json patch = json::parse(req.body, nullptr, false);
+  if (!patch.is_object()) {
+    Reply(res, 400, StatusJson(400, "BadRequest", "error decoding patch: not a JSON object"));
+    return;
+  }
+  std::string uid;
+  std::string resource_version;
+  if (patch.contains("metadata") && patch["metadata"].is_object()) {
+    json& meta = patch["metadata"];
+    uid = StringAt(patch, {"metadata", "uid"});
+    resource_version = StringAt(patch, {"metadata", "resourceVersion"});
+    meta.erase("uid");
+    meta.erase("resourceVersion");
+  }
+  std::unique_lock<std::mutex> lock(mu);
+  const auto& pods = objects[static_cast<int>(FakeResource::kPods)];
+  auto it = pods.find(ns + "/" + name);
+  if (it == pods.end()) {
+    lock.unlock();
+    Reply(res, 404, StatusJson(404, "NotFound", "pods \"" + name + "\" not found"));
+    return;
+  }
+  const std::string conflict = "Operation cannot be fulfilled on pods \"" + name + "\": ";
+  const std::string stored_uid = StringAt(it->second, {"metadata", "uid"});
+  if (!uid.empty() && uid != stored_uid) {
+    // storage/etcd3 checkPreconditions' message inside the StorageError that
+    // storeerr.InterpretUpdateError turns into a Conflict.
+    lock.unlock();
+    Reply(res, 409,
+          StatusJson(409, "Conflict",
+                     conflict + "StorageError: invalid object, Code: 4, Key: /registry/pods/" + ns +
+                         "/" + name + ", ResourceVersion: 0, AdditionalErrorMsg: Precondition "
+                         "failed: UID in precondition: " + uid + ", UID in object meta: " +
+                         stored_uid));
+    return;
+  }
+  if (!resource_version.empty() &&
+      resource_version != StringAt(it->second, {"metadata", "resourceVersion"})) {
+    lock.unlock();
+    Reply(res, 409,
+          StatusJson(409, "Conflict",
+                     conflict + "the object has been modified; please apply your changes to the "
+                                "latest version and try again"));
+    return;
+  }
+  json updated = it->second;
+  updated.merge_patch(patch);
+  if (StringAt(updated, {"metadata", "name"}) != name ||
+      StringAt(updated, {"metadata", "namespace"}) != ns) {
+    lock.unlock();
+    Reply(res, 400,
+          StatusJson(400, "BadRequest",
+                     "the name or namespace of the object does not match the URL"));
+    return;
+  }
+  ApplyLocked(FakeResource::kPods, std::move(updated));
+  const std::string body = WithKind(FakeResource::kPods, pods.at(ns + "/" + name)).dump();
+  lock.unlock();
+  Reply(res, 200, body);
 }
 
 void FakeApiServer::Impl::HandleBind(const std::string& ns, const std::string& name,
@@ -1134,10 +1332,7 @@ std::string FakeApiServer::Apply(FakeResource resource, std::string_view object_
 std::string FakeApiServer::Delete(FakeResource resource, std::string_view pod_namespace,
                                   std::string_view name) {
   Impl& m = *impl_;
-  std::string key(name);
-  if (resource == FakeResource::kPods) {
-    key = std::string(pod_namespace.empty() ? "default" : pod_namespace) + "/" + key;
-  }
+  const std::string key = StoreKey(resource, pod_namespace, name);
   std::lock_guard<std::mutex> lock(m.mu);
   auto& store = m.objects[static_cast<int>(resource)];
   auto it = store.find(key);
@@ -1160,10 +1355,7 @@ std::string FakeApiServer::Delete(FakeResource resource, std::string_view pod_na
 
 std::string FakeApiServer::Get(FakeResource resource, std::string_view pod_namespace,
                                std::string_view name) const {
-  std::string key(name);
-  if (resource == FakeResource::kPods) {
-    key = std::string(pod_namespace.empty() ? "default" : pod_namespace) + "/" + key;
-  }
+  const std::string key = StoreKey(resource, pod_namespace, name);
   std::lock_guard<std::mutex> lock(impl_->mu);
   const auto& store = impl_->objects[static_cast<int>(resource)];
   auto it = store.find(key);

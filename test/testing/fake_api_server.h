@@ -6,8 +6,10 @@
 //     fake generates at start (OpenSSL 3), or plain HTTP; optional mTLS.
 //   * `Authorization: Bearer <token>` checked on every request (401 with a
 //     Status body otherwise); SetToken() changes it at run time (rotation).
-//   * LIST /api/v1/nodes and /api/v1/pods with `limit`/`continue` pagination
-//     and metadata.resourceVersion (one counter for the whole fake, as etcd's).
+//   * LIST /api/v1/nodes, /api/v1/pods, /api/v1/configmaps and
+//     /api/v1/namespaces/{ns}/configmaps (that namespace only) with
+//     `limit`/`continue` pagination and metadata.resourceVersion (one counter
+//     for the whole fake, as etcd's).
 //   * WATCH the same paths (`?watch=1&resourceVersion=R&allowWatchBookmarks=
 //     true&timeoutSeconds=S`): a chunked 200 stream of one JSON event per line.
 //     Changes made through Apply/Delete after R are replayed first (the fake
@@ -15,6 +17,13 @@
 //     than the last Compact() gets an ERROR event with a 410 Status, as the
 //     real server's watch cache answers "too old resource version".
 //   * GET /api/v1/namespaces/{ns}/pods/{name}.
+//   * PATCH /api/v1/namespaces/{ns}/pods/{name} with a JSON merge patch
+//     (RFC 7386; Content-Type application/merge-patch+json, 415 otherwise):
+//     metadata.uid and metadata.resourceVersion in the patch are
+//     preconditions (409 Conflict in the API server's words when they differ
+//     from the stored pod; never written), the rest is merged, the resource
+//     version bumped, MODIFIED sent to pod watches, 200 with the pod; 404 for
+//     an unknown pod.
 //   * POST /api/v1/namespaces/{ns}/pods/{name}/binding: by default with the
 //     API server's semantics (201 + Success Status, sets spec.nodeName and
 //     emits MODIFIED; 404 when the pod is unknown; 409 "already assigned";
@@ -42,6 +51,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace schedext::testing {
@@ -72,8 +82,11 @@ std::string FixtureNode(std::string_view name);
 // with a fresh uid and `spec.nodeName` set unless `node_name` is empty.
 std::string FixturePod(std::string_view pod_namespace, std::string_view name,
                        std::string_view node_name = "");
+// A ConfigMap with a fresh uid and `data` (in that order).
+std::string FixtureConfigMap(std::string_view pod_namespace, std::string_view name,
+                             const std::vector<std::pair<std::string, std::string>>& data);
 
-enum class FakeResource { kNodes, kPods };
+enum class FakeResource { kNodes, kPods, kConfigMaps };
 
 struct FakeApiServerOptions {
   bool tls = true;
@@ -140,7 +153,8 @@ class FakeApiServer {
   // object's metadata.resourceVersion, is kept in the watch history and is
   // sent to every open watch of that resource. Returns the new resource
   // version, or "" when `object_json` is not a JSON object with
-  // metadata.name. Pods are keyed by namespace/name, nodes by name.
+  // metadata.name. Pods and config maps are keyed by namespace/name ("default"
+  // when absent; `pod_namespace` names the namespace of either), nodes by name.
   std::string Apply(FakeResource resource, std::string_view object_json);  // ADDED or MODIFIED
   std::string Delete(FakeResource resource, std::string_view pod_namespace,
                      std::string_view name);  // DELETED; "" when unknown
@@ -197,8 +211,9 @@ class FakeApiServer {
                        std::chrono::milliseconds delay = std::chrono::milliseconds(0));
   // Back to the default API server semantics.
   void ClearBindResponse();
-  // The next request whose method matches and whose target starts with
-  // `target_prefix` answers `status` / `body` instead (once per call, FIFO).
+  // The next request (GET, POST or PATCH) whose method matches and whose
+  // target starts with `target_prefix` answers `status` / `body` instead
+  // (once per call, FIFO).
   void QueueResponse(std::string method, std::string target_prefix, int status,
                      std::string body);
 
