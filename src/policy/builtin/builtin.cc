@@ -1,4 +1,5 @@
 // RegisterBuiltinPolicies: the one list of built-in policies.
+#include "policy/builtin/gpushare/gpushare.h"
 #include "policy/builtin/node_health/node_health.h"
 #include "policy/builtin/node_label/node_label.h"
 #include "policy/builtin/node_numeric/node_numeric.h"
@@ -20,6 +21,7 @@ Status RegisterBuiltinPolicies(Registry& registry) {
   SCHEDEXT_RETURN_IF_ERROR(registry.Register("BalancedAllocation", NewBalancedAllocation));
   SCHEDEXT_RETURN_IF_ERROR(
       registry.Register("RequestedToCapacityRatio", NewRequestedToCapacityRatio));
+  SCHEDEXT_RETURN_IF_ERROR(registry.Register("GpuShare", NewGpuShare));
   return OkStatus();
 }
 

@@ -1,0 +1,345 @@
+#include "policy/builtin/gpushare/gpushare.h"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "policy/args.h"
+#include "schedext/model/gpushare.h"
+#include "schedext/model/quantity.h"
+
+namespace schedext::policy {
+namespace {
+
+using model::Int128;
+
+constexpr std::string_view kName = "GpuShare";
+
+constexpr std::string_view kNeedsClusterCache =
+    "GpuShare needs schedext's cluster cache (no Kubernetes API connection)";
+constexpr std::string_view kNoSharedGpu = "node(s) have no shared GPU";
+constexpr std::string_view kNoPreFilterState = "GpuShare: Filter ran without PreFilter";
+constexpr std::string_view kVictimsMismatch = "GpuShare: victims and needed differ in length";
+constexpr std::string_view kNoDeviceAfterEviction =
+    "no GPU has enough memory even after evicting the victims";
+
+// Rejection texts with the node's largest free amount are prepared for this
+// many amounts at most: enough for every realistic request in GiB, and a
+// bound on what one request costs in PreFilter.
+constexpr int64_t kLargestFreeTexts = 1024;
+
+enum class Scoring { kBinpack, kSpread };
+
+// PreFilter's result: the request and every rejection text a node can get,
+// so that Filter only picks one.
+class FilterState final : public StateData {
+ public:
+  int64_t request = 0;
+  std::string no_healthy_gpu;  // "node(s) have no healthy GPU with <req> <unit>"
+  std::string no_room;         // "no GPU with <req> <unit> free"
+  // [f]: "no GPU with <req> <unit> free (largest free <f> <unit>)"; views into
+  // `texts`, which is never reallocated after they are taken.
+  std::vector<std::string_view> by_largest_free;
+  std::string texts;
+};
+
+class ScoreState final : public StateData {
+ public:
+  int64_t request = 0;
+};
+
+// Decimal digits of a value in [0, kLargestFreeTexts).
+size_t DigitCount(int64_t value) {
+  size_t digits = 1;
+  for (; value >= 10; value /= 10) {
+    ++digits;
+  }
+  return digits;
+}
+
+bool OnDevice(const model::PodInfo& victim, int device,
+              const model::GpuShareConvention& convention) {
+  const std::optional<int> index = model::GpuDeviceIndex(victim, convention);
+  return index.has_value() && *index == device;
+}
+
+// Memory free on a device of `device_memory` with `used` counted once `freed`
+// of it is gone. Counts are not trusted to be consistent (a victim's memory
+// might not be in `used`), hence the clamp to the device's size.
+Int128 FreeAfter(int64_t device_memory, int64_t used, Int128 freed) {
+  const Int128 free = Int128(device_memory) - used + freed;
+  return std::clamp<Int128>(free, 0, device_memory);
+}
+
+// How many victims must go from `device` for `request` to fit there:
+// evict every victim on the device, then reprieve them from the most
+// important down while the request still fits without evicting them. -1 when
+// evicting all of them is not enough. Marks the needed ones in `needed` when
+// it is not empty (others are left as they are). Allocation-free.
+int NeededOnDevice(int device, int64_t device_memory, int64_t used, int64_t request,
+                   std::span<const model::PodInfo> victims,
+                   const model::GpuShareConvention& convention, std::span<uint8_t> needed) {
+  Int128 freed = 0;
+  for (const model::PodInfo& victim : victims) {
+    if (OnDevice(victim, device, convention)) {
+      freed += model::GpuMemoryRequest(victim, convention);
+    }
+  }
+  if (FreeAfter(device_memory, used, freed) < request) {
+    return -1;
+  }
+  int count = 0;
+  for (size_t i = 0; i < victims.size(); ++i) {
+    const int64_t memory = model::GpuMemoryRequest(victims[i], convention);
+    if (memory == 0 || !OnDevice(victims[i], device, convention)) {
+      continue;
+    }
+    if (FreeAfter(device_memory, used, freed - memory) >= request) {
+      freed -= memory;  // reprieved: it stays
+      continue;
+    }
+    ++count;
+    if (!needed.empty()) {
+      needed[i] = 1;
+    }
+  }
+  return count;
+}
+
+class GpuShare final : public Policy,
+                       public FilterHook,
+                       public ScoreHook,
+                       public PreemptHook,
+                       public ReserveHook {
+ public:
+  GpuShare(model::GpuShareConvention convention, Scoring scoring)
+      : convention_(std::move(convention)), scoring_(scoring) {}
+
+  std::string_view Name() const override { return kName; }
+  const FilterHook* AsFilter() const override { return this; }
+  const ScoreHook* AsScorer() const override { return this; }
+  const PreemptHook* AsPreempter() const override { return this; }
+  const ReserveHook* AsReserver() const override { return this; }
+
+  // FilterHook
+  Status PreFilter(RequestState& state, const model::PodInfo& pod) const override {
+    auto data = std::make_unique<FilterState>();
+    data->request = model::GpuMemoryRequest(pod, convention_);
+    if (data->request > 0) {
+      BuildReasons(*data);
+    }
+    state.Set(FilterKey(), std::move(data));
+    return OkStatus();
+  }
+
+  Verdict Filter(const RequestState& state, const model::PodInfo& /*pod*/,
+                 const model::NodeInfo& node) const override {
+    if (node.usage == nullptr) {
+      return Verdict::Error(kNeedsClusterCache);
+    }
+    const FilterState* data = state.GetAs<FilterState>(FilterKey());
+    if (data == nullptr) {
+      return Verdict::Error(kNoPreFilterState);
+    }
+    if (data->request == 0) {
+      return Verdict::Success();
+    }
+    const model::GpuShape shape = model::NodeGpuShape(node, convention_);
+    if (!shape.has_gpus()) {
+      return Verdict::Unresolvable(kNoSharedGpu);
+    }
+    const model::GpuPlacement placement = model::PlaceOnGpu(shape, &node.usage->gpu, data->request);
+    if (placement.device >= 0) {
+      return Verdict::Success();
+    }
+    if (!placement.could_fit) {
+      return Verdict::Unresolvable(data->no_healthy_gpu);
+    }
+    // A rejected node's largest free amount is below the request, so the
+    // table covers every rejection of requests up to its size.
+    if (placement.largest_free >= 0 &&
+        placement.largest_free < static_cast<int64_t>(data->by_largest_free.size())) {
+      return Verdict::Unschedulable(data->by_largest_free[placement.largest_free]);
+    }
+    return Verdict::Unschedulable(data->no_room);
+  }
+
+  bool EvictionCanHelp() const override { return true; }
+
+  // ScoreHook
+  Status PreScore(RequestState& state, const model::PodInfo& pod,
+                  NodeSpan /*nodes*/) const override {
+    auto data = std::make_unique<ScoreState>();
+    data->request = model::GpuMemoryRequest(pod, convention_);
+    state.Set(ScoreKey(), std::move(data));
+    return OkStatus();
+  }
+
+  int64_t Score(const RequestState& state, const model::PodInfo& pod,
+                const model::NodeInfo& node) const override {
+    const ScoreState* data = state.GetAs<ScoreState>(ScoreKey());
+    const int64_t request =
+        data != nullptr ? data->request : model::GpuMemoryRequest(pod, convention_);
+    if (request == 0) {
+      return 0;
+    }
+    const model::GpuShape shape = model::NodeGpuShape(node, convention_);
+    if (!shape.has_gpus()) {
+      return 0;
+    }
+    const model::GpuUsage* usage = node.usage != nullptr ? &node.usage->gpu : nullptr;
+    const model::GpuPlacement placement = model::PlaceOnGpu(shape, usage, request);
+    if (placement.device < 0) {
+      return 0;
+    }
+    if (scoring_ == Scoring::kBinpack) {
+      return static_cast<int64_t>(Int128(kMaxNodeScore) *
+                                  (shape.device_memory - placement.free_after) /
+                                  shape.device_memory);
+    }
+    Int128 free = 0;
+    Int128 total = 0;
+    for (int device = 0; device < shape.count; ++device) {
+      if (usage != nullptr && usage->Unhealthy(device)) {
+        continue;
+      }
+      const int64_t used = usage != nullptr ? usage->UsedOn(device) : 0;
+      free += std::max<int64_t>(0, shape.device_memory - used);
+      total += shape.device_memory;
+    }
+    // The request fits on a healthy device, so 0 <= free - request <= total.
+    return static_cast<int64_t>(Int128(kMaxNodeScore) * (free - request) / total);
+  }
+
+  // PreemptHook
+  Verdict SelectVictims(const RequestState& /*state*/, const model::PodInfo& preemptor,
+                        const model::NodeInfo& node, std::span<const model::PodInfo> victims,
+                        std::span<uint8_t> needed) const override {
+    if (node.usage == nullptr) {
+      return Verdict::Error(kNeedsClusterCache);
+    }
+    if (needed.size() != victims.size()) {
+      return Verdict::Error(kVictimsMismatch);
+    }
+    std::fill(needed.begin(), needed.end(), 0);
+    // The pipeline runs no PreFilter for filters that eviction can help, so
+    // the request is read here (it is cheap).
+    const int64_t request = model::GpuMemoryRequest(preemptor, convention_);
+    if (request == 0) {
+      return Verdict::Success();
+    }
+    const model::GpuShape shape = model::NodeGpuShape(node, convention_);
+    const model::GpuUsage& gpu = node.usage->gpu;
+    int best = -1;
+    int best_count = 0;
+    for (int device = 0; device < shape.count && shape.device_memory >= request; ++device) {
+      if (gpu.Unhealthy(device)) {
+        continue;
+      }
+      const int count = NeededOnDevice(device, shape.device_memory, gpu.UsedOn(device), request,
+                                       victims, convention_, {});
+      if (count >= 0 && (best < 0 || count < best_count)) {
+        best = device;
+        best_count = count;
+      }
+    }
+    if (best < 0) {
+      return Verdict::Unschedulable(kNoDeviceAfterEviction);
+    }
+    NeededOnDevice(best, shape.device_memory, gpu.UsedOn(best), request, victims, convention_,
+                   needed);
+    return Verdict::Success();
+  }
+
+  // ReserveHook
+  Status Reserve(const model::PodInfo& pod, const model::NodeInfo& node,
+                 PodAnnotations& out) const override {
+    const int64_t request = model::GpuMemoryRequest(pod, convention_);
+    if (request == 0) {
+      return OkStatus();
+    }
+    // Without the cache's usage the placement would ignore every pod already
+    // on the node's devices.
+    if (node.usage == nullptr) {
+      return FailedPreconditionError(std::string(kNeedsClusterCache));
+    }
+    const model::GpuShape shape = model::NodeGpuShape(node, convention_);
+    const model::GpuPlacement placement = model::PlaceOnGpu(shape, &node.usage->gpu, request);
+    if (placement.device < 0) {
+      return FailedPreconditionError("no GPU with " + Amount(request) + " free on node " +
+                                     std::string(node.name) + " (largest free " +
+                                     Amount(placement.largest_free) + ")");
+    }
+    const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::system_clock::now().time_since_epoch());
+    out.emplace_back(convention_.index_annotation, std::to_string(placement.device));
+    out.emplace_back(convention_.pod_memory_annotation, std::to_string(request));
+    out.emplace_back(convention_.device_memory_annotation, std::to_string(shape.device_memory));
+    out.emplace_back(convention_.assigned_annotation, "false");
+    out.emplace_back(convention_.assume_time_annotation, std::to_string(now.count()));
+    return OkStatus();
+  }
+
+ private:
+  // FilterHook and ScoreHook keep separate state: one RequestState may see
+  // both PreFilter and PreScore.
+  const void* FilterKey() const { return static_cast<const FilterHook*>(this); }
+  const void* ScoreKey() const { return static_cast<const ScoreHook*>(this); }
+
+  // "8 GiB".
+  std::string Amount(int64_t amount) const {
+    return std::to_string(amount) + " " + convention_.unit;
+  }
+
+  void BuildReasons(FilterState& data) const {
+    const std::string request = Amount(data.request);
+    data.no_healthy_gpu = "node(s) have no healthy GPU with " + request;
+    data.no_room = "no GPU with " + request + " free";
+    const std::string prefix = data.no_room + " (largest free ";
+    const std::string suffix = " " + convention_.unit + ")";
+    const int64_t n = std::min(data.request, kLargestFreeTexts);
+    size_t size = 0;
+    for (int64_t f = 0; f < n; ++f) {
+      size += prefix.size() + DigitCount(f) + suffix.size();
+    }
+    // Exactly the size appended below: `texts` does not reallocate, so the
+    // views taken while appending stay valid.
+    data.texts.reserve(size);
+    data.by_largest_free.reserve(static_cast<size_t>(n));
+    char digits[24];
+    for (int64_t f = 0; f < n; ++f) {
+      const size_t start = data.texts.size();
+      const std::to_chars_result end = std::to_chars(digits, digits + sizeof(digits), f);
+      data.texts.append(prefix).append(digits, end.ptr).append(suffix);
+      data.by_largest_free.emplace_back(data.texts.data() + start, data.texts.size() - start);
+    }
+  }
+
+  const model::GpuShareConvention convention_;
+  const Scoring scoring_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Policy>> NewGpuShare(const nlohmann::json& args,
+                                              const PolicyContext& context) {
+  SCHEDEXT_ASSIGN_OR_RETURN(ArgsReader reader,
+                            ArgsReader::Make(args, context.args_path, {"scoring"}));
+  SCHEDEXT_ASSIGN_OR_RETURN(std::optional<std::string_view> scoring,
+                            reader.Enum("scoring", {"binpack", "spread"}));
+  const Scoring mode =
+      scoring.value_or("binpack") == "spread" ? Scoring::kSpread : Scoring::kBinpack;
+  model::GpuShareConvention convention =
+      context.gpushare != nullptr ? *context.gpushare : model::GpuShareConvention{};
+  return std::unique_ptr<Policy>(std::make_unique<GpuShare>(std::move(convention), mode));
+}
+
+}  // namespace schedext::policy

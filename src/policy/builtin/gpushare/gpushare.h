@@ -1,0 +1,81 @@
+// GpuShare: GPU memory sharing for pods of the gpushare device plugin
+// (AliyunContainerService/gpushare-device-plugin), in place of the original
+// gpushare-scheduler-extender. Filters nodes by per-device free GPU memory,
+// scores them, picks victims on one device for preemption, and at bind
+// reserves a device by annotating the pod the way the plugin expects.
+//
+// Compatibility with the device plugin (model/gpushare.h has the conventions):
+// every device of a node holds capacity[gpu-mem] / capacity[gpu-count]
+// (integer division), a pod's request must fit on ONE device, and the device
+// is chosen by best fit — the healthy device with the least free memory that
+// still holds the request, the lowest index on ties — which is what the
+// original extender's allocateGPUID does. The annotations written at bind are
+// the ones the plugin's Allocate looks for.
+//
+// args (JSON object; unknown keys are errors):
+//   scoring: "binpack" (default) | "spread"
+//
+// Pods that ask for no GPU memory pass the filter, score 0 on every node
+// (neutral: no GPU node is preferred or avoided), need none of the victims in
+// preemption and get no annotations at bind.
+//
+// Filter (EvictionCanHelp: evicting pods frees device memory, which also
+// makes bind's CheckFit re-run this filter inside the cache's critical
+// section):
+//   no usage (no cluster cache)   kError "GpuShare needs schedext's cluster
+//                                 cache (no Kubernetes API connection)"; also
+//                                 for pods without a GPU request, so that the
+//                                 misconfiguration shows on the first request
+//   node without shared GPUs      Unresolvable "node(s) have no shared GPU"
+//   no healthy device that large  Unresolvable "node(s) have no healthy GPU
+//                                 with <req> <unit>"
+//   no device with room now       Unschedulable "no GPU with <req> <unit> free
+//                                 (largest free <f> <unit>)"
+// The texts are built once per request in PreFilter (the per-node loop
+// neither allocates nor formats): the "largest free" variant for f below
+// min(req, 1024); beyond that "no GPU with <req> <unit> free".
+//
+// Score, after placing the request by best fit (a node where it does not fit
+// scores 0); both values are in [0, 100], so the default Normalize (clamp)
+// leaves them as they are:
+//   binpack  100 × (device memory − free after) / device memory of the chosen
+//            device: fuller devices first, keeping whole devices free
+//   spread   100 × (Σ free − req) / Σ device memory, over healthy devices:
+//            emptier nodes first
+//
+// Preempt (SelectVictims): a victim frees memory only on the device its index
+// annotation names. For each healthy device large enough for the request, the
+// victims on it are evicted in thought, then reprieved from the most important
+// down while the request still fits. The device that needs the fewest
+// victims wins (lowest index on ties); only its victims stay needed. Free
+// memory after evicting is device memory − (used − freed), so an
+// over-committed device frees only what exceeds its over-commitment. No such
+// device drops the node: Unschedulable "no GPU has enough memory even after
+// evicting the victims".
+//
+// Reserve, in the cache's critical section with the latest usage: places the
+// request by best fit and appends index=device, pod memory=req, device
+// memory, assigned="false" and assume time=now in Unix nanoseconds (decimal
+// strings, in that order). Refuses (kFailedPrecondition) when no device has
+// room, or when the node has no usage.
+#ifndef SCHEDEXT_POLICY_BUILTIN_GPUSHARE_GPUSHARE_H_
+#define SCHEDEXT_POLICY_BUILTIN_GPUSHARE_GPUSHARE_H_
+
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
+
+#include "schedext/policy/policy.h"
+#include "schedext/policy/registry.h"
+#include "schedext/status.h"
+
+namespace schedext::policy {
+
+// Builds the policy from its `args`; kInvalidArgument naming the field (under
+// context.args_path) for invalid args. Copies *context.gpushare (the defaults
+// when null). The policy is immutable and thread-safe.
+StatusOr<std::unique_ptr<Policy>> NewGpuShare(const nlohmann::json& args,
+                                              const PolicyContext& context);
+
+}  // namespace schedext::policy
+
+#endif  // SCHEDEXT_POLICY_BUILTIN_GPUSHARE_GPUSHARE_H_
