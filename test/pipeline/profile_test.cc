@@ -1,8 +1,10 @@
 #include "schedext/pipeline/profile.h"
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -333,6 +335,149 @@ TEST(ProfilePreemptTest, AHookThatClearsEveryVictimLeavesTheListUnchanged) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_TRUE(out[0].keep);
   EXPECT_EQ(out[0].needed, (std::vector<uint8_t>{1, 1, 1}));
+}
+
+// Preempt and reserve hooks with fixed answers, configured through args:
+//   Pick {need: [victim indexes], drop: bool, refuse: "message",
+//         annotate: "key"} needs exactly the listed victims (or drops the
+//   node); reserves with annotation key="<policy name>" or refuses.
+class PickPolicy final : public policy::Policy,
+                         public policy::PreemptHook,
+                         public policy::ReserveHook {
+ public:
+  PickPolicy(std::string name, const nlohmann::json& args)
+      : name_(std::move(name)),
+        need_(args.value("need", std::vector<size_t>{})),
+        drop_(args.value("drop", false)),
+        refuse_(args.value("refuse", "")),
+        annotate_(args.value("annotate", "")) {}
+
+  std::string_view Name() const override { return name_; }
+  const PreemptHook* AsPreempter() const override { return this; }
+  const ReserveHook* AsReserver() const override { return this; }
+
+  Verdict SelectVictims(const policy::RequestState&, const PodInfo&, const NodeInfo&,
+                        std::span<const PodInfo>, std::span<uint8_t> needed) const override {
+    // Each hook starts from every victim needed, whatever an earlier hook chose.
+    for (uint8_t n : needed) {
+      EXPECT_EQ(n, 1);
+    }
+    if (drop_) {
+      return Verdict::Unschedulable("dropped");
+    }
+    std::fill(needed.begin(), needed.end(), 0);
+    for (size_t i : need_) {
+      needed[i] = 1;
+    }
+    return Verdict::Success();
+  }
+
+  Status Reserve(const PodInfo&, const NodeInfo&, policy::PodAnnotations& out) const override {
+    ++reserve_calls;
+    if (!annotate_.empty()) {
+      out.emplace_back(annotate_, name_);
+    }
+    if (!refuse_.empty()) {
+      return FailedPreconditionError(refuse_);
+    }
+    return OkStatus();
+  }
+
+  mutable std::atomic<int> reserve_calls{0};
+
+ private:
+  std::string name_;
+  std::vector<size_t> need_;
+  bool drop_;
+  std::string refuse_;
+  std::string annotate_;
+};
+
+std::shared_ptr<const Profile> MustBuildPicks(std::vector<config::PolicyConfig> policies) {
+  policy::Registry registry;
+  for (const char* name : {"PickA", "PickB", "PickC"}) {
+    const std::string n = name;
+    EXPECT_TRUE(registry
+                    .Register(n,
+                              [n](const nlohmann::json& args, const policy::PolicyContext&)
+                                  -> StatusOr<std::unique_ptr<policy::Policy>> {
+                                return std::unique_ptr<policy::Policy>(new PickPolicy(n, args));
+                              })
+                    .ok());
+  }
+  config::ProfileConfig pc;
+  pc.name = "picks";
+  pc.policies = std::move(policies);
+  auto built = Profile::Build(pc, registry, "profiles[0]");
+  EXPECT_TRUE(built.ok()) << built.status().ToString();
+  return built.ok() ? *built : nullptr;
+}
+
+TEST(ProfilePreemptTest, KeepsEveryVictimAnyHookNeeds) {
+  auto profile = MustBuildPicks({P("PickA", 1, {{"need", {0, 2}}}), P("PickB", 1, {{"need", {2}}}),
+                                 P("PickC", 1, {{"need", {3}}})});
+  ASSERT_NE(profile, nullptr);
+  const NodeInfo node = Node("n");
+  std::vector<PodInfo> victims(5);
+  const std::vector<PreemptCandidate> candidates = {{&node, victims}};
+  PodInfo preemptor;
+  policy::RequestState state;
+  std::vector<PreemptDecision> out;
+  ASSERT_TRUE(profile->RunPreempt(preemptor, candidates, state, out).ok());
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(out[0].keep);
+  EXPECT_EQ(out[0].needed, (std::vector<uint8_t>{1, 0, 1, 1, 0}));
+}
+
+TEST(ProfilePreemptTest, AnyHookDroppingTheNodeDropsIt) {
+  for (const bool first : {true, false}) {
+    SCOPED_TRACE(first ? "dropped by the first hook" : "dropped by the second hook");
+    auto profile = MustBuildPicks({P("PickA", 1, {{"need", {0}}, {"drop", first}}),
+                                   P("PickB", 1, {{"need", {1}}, {"drop", !first}})});
+    ASSERT_NE(profile, nullptr);
+    const NodeInfo node = Node("n");
+    std::vector<PodInfo> victims(2);
+    const std::vector<PreemptCandidate> candidates = {{&node, victims}};
+    PodInfo preemptor;
+    policy::RequestState state;
+    std::vector<PreemptDecision> out;
+    ASSERT_TRUE(profile->RunPreempt(preemptor, candidates, state, out).ok());
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_FALSE(out[0].keep);
+  }
+}
+
+TEST(ProfileReserveTest, AppendsEveryHooksAnnotationsInConfiguredOrder) {
+  auto profile = MustBuildPicks({P("PickB", 1, {{"annotate", "b"}}), P("PickC", 1, {}),
+                                 P("PickA", 1, {{"annotate", "a"}})});
+  ASSERT_NE(profile, nullptr);
+  EXPECT_TRUE(profile->has_reservers());
+  policy::PodAnnotations out = {{"earlier", "x"}};
+  EXPECT_EQ(profile->Reserve(PodInfo(), Node("n"), out), std::nullopt);
+  EXPECT_EQ(out, (policy::PodAnnotations{{"earlier", "x"}, {"b", "PickB"}, {"a", "PickA"}}));
+}
+
+TEST(ProfileReserveTest, TheFirstRefusalWinsAndTakesBackTheAnnotations) {
+  auto profile = MustBuildPicks({P("PickA", 1, {{"annotate", "a"}}),
+                                 P("PickB", 1, {{"annotate", "b"}, {"refuse", "no room"}}),
+                                 P("PickC", 1, {{"annotate", "c"}, {"refuse", "also no room"}})});
+  ASSERT_NE(profile, nullptr);
+  policy::PodAnnotations out = {{"earlier", "x"}};
+  EXPECT_EQ(profile->Reserve(PodInfo(), Node("n"), out),
+            std::optional<std::string>("PickB: no room"));
+  EXPECT_EQ(out, (policy::PodAnnotations{{"earlier", "x"}}));
+  const auto* last = dynamic_cast<const PickPolicy*>(profile->policies()[2].get());
+  ASSERT_NE(last, nullptr);
+  EXPECT_EQ(last->reserve_calls.load(), 0);
+}
+
+TEST(ProfileReserveTest, WithoutReserversNothingHappens) {
+  auto profile = MustBuild({P("Reject", 1, {{"label", "a"}})});
+  ASSERT_NE(profile, nullptr);
+  EXPECT_FALSE(profile->has_reservers());
+  policy::PodAnnotations out;
+  EXPECT_EQ(profile->Reserve(PodInfo(), Node("n"), out), std::nullopt);
+  EXPECT_TRUE(out.empty());
 }
 
 }  // namespace

@@ -1,0 +1,591 @@
+#include "policy/builtin/gpushare/gpushare.h"
+
+#include <gtest/gtest.h>
+
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "schedext/config/config.h"
+#include "schedext/model/gpushare.h"
+#include "schedext/pipeline/profile.h"
+#include "schedext/policy/policy.h"
+#include "schedext/policy/registry.h"
+#include "testing/model_builders.h"
+
+namespace schedext::policy {
+namespace {
+
+using nlohmann::json;
+using test::NodeBuilder;
+using test::PodBuilder;
+using test::TestArena;
+
+constexpr std::string_view kGpuMem = "aliyun.com/gpu-mem";
+constexpr std::string_view kGpuCount = "aliyun.com/gpu-count";
+constexpr std::string_view kIndex = "ALIYUN_COM_GPU_MEM_IDX";
+
+std::unique_ptr<Policy> MustCreate(std::string_view args, const PolicyContext& context = {}) {
+  StatusOr<std::unique_ptr<Policy>> policy = NewGpuShare(json::parse(args), context);
+  EXPECT_TRUE(policy.ok()) << policy.status().ToString();
+  return policy.ok() ? std::move(*policy) : nullptr;
+}
+
+// A node of `count` devices holding `total` GPU memory together, with `used`
+// counted on its devices and the devices of mask `unhealthy` unhealthy.
+// `count` 0 leaves out the GPU capacity altogether.
+model::NodeInfo GpuNode(TestArena& arena, std::string_view name, int64_t count, int64_t total,
+                        const std::vector<int64_t>& used, uint64_t unhealthy = 0) {
+  NodeBuilder builder(arena);
+  builder.Name(name).Allocatable({{"cpu", 4000}, {"pods", 110}}).Usage(0, {});
+  if (count > 0) {
+    builder.Capacity(kGpuMem, total).Capacity(kGpuCount, count);
+  }
+  model::NodeInfo node = builder.Build();
+  model::NodeUsage usage = *node.usage;
+  usage.gpu.used = used;
+  usage.gpu.pods.assign(used.size(), 1);
+  usage.gpu.unhealthy = unhealthy;
+  node.usage = arena.Keep(usage);
+  return node;
+}
+
+// Two devices of 8 GiB.
+model::NodeInfo TwoByEight(TestArena& arena, std::string_view name,
+                           const std::vector<int64_t>& used, uint64_t unhealthy = 0) {
+  return GpuNode(arena, name, 2, 16, used, unhealthy);
+}
+
+// A pod whose one container is limited to `memory` GPU memory (none when 0).
+model::PodInfo GpuPod(TestArena& arena, int64_t memory, std::optional<int> device = std::nullopt) {
+  PodBuilder builder(arena);
+  builder.Name("p");
+  if (memory > 0) {
+    builder.Container({}, {{kGpuMem, memory}});
+  } else {
+    builder.Container({{"cpu", 100}});
+  }
+  if (device.has_value()) {
+    builder.Annotation(kIndex, std::to_string(*device));
+  }
+  return builder.Build();
+}
+
+// The verdict's code and reason; the reason is copied because it points into
+// the request state, which goes at the end of the call.
+std::pair<Verdict::Code, std::string> RunFilter(const Policy& policy, const model::PodInfo& pod,
+                                                const model::NodeInfo& node) {
+  const FilterHook* filter = policy.AsFilter();
+  EXPECT_NE(filter, nullptr);
+  RequestState state;
+  EXPECT_TRUE(filter->PreFilter(state, pod).ok());
+  const Verdict verdict = filter->Filter(state, pod, node);
+  return {verdict.code, std::string(verdict.reason)};
+}
+
+TEST(GpuShareTest, HasEveryHook) {
+  std::unique_ptr<Policy> policy = MustCreate("{}");
+  ASSERT_NE(policy, nullptr);
+  EXPECT_EQ(policy->Name(), "GpuShare");
+  ASSERT_NE(policy->AsFilter(), nullptr);
+  EXPECT_TRUE(policy->AsFilter()->EvictionCanHelp());
+  EXPECT_NE(policy->AsScorer(), nullptr);
+  EXPECT_NE(policy->AsPreempter(), nullptr);
+  EXPECT_NE(policy->AsReserver(), nullptr);
+}
+
+TEST(GpuShareTest, FilterVerdicts) {
+  TestArena arena;
+  struct Case {
+    std::string name;
+    model::PodInfo pod;
+    model::NodeInfo node;
+    Verdict::Code want_code;
+    std::string want_reason;
+  };
+  const std::vector<Case> cases = {
+      // free {5, 2}: device 0 holds 4.
+      {"fits on a partly used device", GpuPod(arena, 4), TwoByEight(arena, "n", {3, 6}),
+       Verdict::Code::kSuccess, ""},
+      {"fits exactly", GpuPod(arena, 8), TwoByEight(arena, "n", {8}), Verdict::Code::kSuccess, ""},
+      {"nothing counted yet", GpuPod(arena, 8), TwoByEight(arena, "n", {}), Verdict::Code::kSuccess,
+       ""},
+      {"no device has room", GpuPod(arena, 4), TwoByEight(arena, "n", {5, 6}),
+       Verdict::Code::kUnschedulable, "no GPU with 4 GiB free (largest free 3 GiB)"},
+      // Device 1 is empty but unhealthy; healthy device 0 is as large, so
+      // evicting its pods could help.
+      {"only an unhealthy device has room", GpuPod(arena, 4), TwoByEight(arena, "n", {8, 0}, 0b10),
+       Verdict::Code::kUnschedulable, "no GPU with 4 GiB free (largest free 0 GiB)"},
+      {"every device unhealthy", GpuPod(arena, 4), TwoByEight(arena, "n", {0, 0}, 0b11),
+       Verdict::Code::kUnschedulableAndUnresolvable, "node(s) have no healthy GPU with 4 GiB"},
+      {"devices too small", GpuPod(arena, 10), TwoByEight(arena, "n", {}),
+       Verdict::Code::kUnschedulableAndUnresolvable, "node(s) have no healthy GPU with 10 GiB"},
+      {"no GPUs", GpuPod(arena, 1), GpuNode(arena, "n", 0, 0, {}),
+       Verdict::Code::kUnschedulableAndUnresolvable, "node(s) have no shared GPU"},
+      {"memory but no count", GpuPod(arena, 1),
+       NodeBuilder(arena).Name("n").Capacity(kGpuMem, 16).Usage(0, {}).Build(),
+       Verdict::Code::kUnschedulableAndUnresolvable, "node(s) have no shared GPU"},
+      {"pod without GPU memory passes a node without GPUs", GpuPod(arena, 0),
+       GpuNode(arena, "n", 0, 0, {}), Verdict::Code::kSuccess, ""},
+      {"pod without GPU memory passes a full node", GpuPod(arena, 0),
+       TwoByEight(arena, "n", {8, 8}), Verdict::Code::kSuccess, ""},
+      {"largest free at the table's end", GpuPod(arena, 2000), GpuNode(arena, "n", 1, 4000, {2977}),
+       Verdict::Code::kUnschedulable, "no GPU with 2000 GiB free (largest free 1023 GiB)"},
+      {"largest free beyond the table", GpuPod(arena, 2000), GpuNode(arena, "n", 1, 4000, {2976}),
+       Verdict::Code::kUnschedulable, "no GPU with 2000 GiB free"},
+      {"over-committed device has nothing free", GpuPod(arena, 1), GpuNode(arena, "n", 1, 8, {9}),
+       Verdict::Code::kUnschedulable, "no GPU with 1 GiB free (largest free 0 GiB)"},
+      {"no usage", GpuPod(arena, 1), NodeBuilder(arena).Name("n").Capacity(kGpuMem, 8).Build(),
+       Verdict::Code::kError,
+       "GpuShare needs schedext's cluster cache (no Kubernetes API connection)"},
+      {"no usage, pod without GPU memory", GpuPod(arena, 0), NodeBuilder(arena).Name("n").Build(),
+       Verdict::Code::kError,
+       "GpuShare needs schedext's cluster cache (no Kubernetes API connection)"},
+  };
+  std::unique_ptr<Policy> policy = MustCreate("{}");
+  ASSERT_NE(policy, nullptr);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    RequestState state;
+    ASSERT_TRUE(policy->AsFilter()->PreFilter(state, c.pod).ok());
+    const Verdict got = policy->AsFilter()->Filter(state, c.pod, c.node);
+    EXPECT_EQ(got.code, c.want_code);
+    EXPECT_EQ(got.reason, c.want_reason);
+  }
+}
+
+TEST(GpuShareTest, FilterWithoutPreFilterIsAnError) {
+  TestArena arena;
+  std::unique_ptr<Policy> policy = MustCreate("{}");
+  ASSERT_NE(policy, nullptr);
+  RequestState state;
+  const model::PodInfo pod = GpuPod(arena, 1);
+  EXPECT_EQ(policy->AsFilter()->Filter(state, pod, TwoByEight(arena, "n", {})).code,
+            Verdict::Code::kError);
+}
+
+TEST(GpuShareTest, FollowsTheConfiguredConvention) {
+  TestArena arena;
+  model::GpuShareConvention convention;
+  convention.memory_resource = "example.com/vram";
+  convention.count_resource = "example.com/gpus";
+  convention.index_annotation = "example.com/gpu-index";
+  convention.unit = "MiB";
+  PolicyContext context;
+  context.gpushare = &convention;
+  std::unique_ptr<Policy> policy = MustCreate("{}", context);
+  ASSERT_NE(policy, nullptr);
+  // Changing the caller's convention afterwards does not reach the policy.
+  convention.unit = "changed";
+
+  model::NodeInfo node = NodeBuilder(arena)
+                             .Name("n")
+                             .Capacity("example.com/vram", 2048)
+                             .Capacity("example.com/gpus", 2)
+                             .Usage(0, {})
+                             .Build();
+  const model::PodInfo pod = PodBuilder(arena).Container({}, {{"example.com/vram", 2000}}).Build();
+  // The default resource names mean nothing here.
+  const model::PodInfo default_named = GpuPod(arena, 1);
+
+  EXPECT_EQ(RunFilter(*policy, pod, node),
+            std::make_pair(Verdict::Code::kUnschedulableAndUnresolvable,
+                           std::string("node(s) have no healthy GPU with 2000 MiB")));
+  EXPECT_EQ(RunFilter(*policy, default_named, node).first, Verdict::Code::kSuccess);
+  EXPECT_EQ(RunFilter(*policy, pod, GpuNode(arena, "m", 0, 0, {})).second,
+            "node(s) have no shared GPU");
+}
+
+std::vector<int64_t> Scores(const Policy& policy, const model::PodInfo& pod,
+                            const std::vector<model::NodeInfo>& nodes) {
+  const ScoreHook* scorer = policy.AsScorer();
+  EXPECT_NE(scorer, nullptr);
+  const std::vector<const model::NodeInfo*> pointers = test::NodePointers(nodes);
+  RequestState state;
+  EXPECT_TRUE(scorer->PreScore(state, pod, pointers).ok());
+  std::vector<int64_t> scores;
+  for (const model::NodeInfo* node : pointers) {
+    scores.push_back(scorer->Score(state, pod, *node));
+  }
+  scorer->Normalize(state, scores);
+  return scores;
+}
+
+TEST(GpuShareTest, ScoresBinpackAndSpread) {
+  TestArena arena;
+  const std::vector<model::NodeInfo> nodes = {
+      TwoByEight(arena, "tight", {6, 0}),       // free {2, 8}
+      TwoByEight(arena, "half", {3, 0}),        // free {5, 8}
+      TwoByEight(arena, "empty", {}),           // free {8, 8}
+      TwoByEight(arena, "full", {8, 8}),        // does not fit
+      GpuNode(arena, "none", 0, 0, {}),         // no GPUs
+      TwoByEight(arena, "sick", {0, 0}, 0b10),  // free {8}, device 1 unhealthy
+  };
+  const model::PodInfo pod = GpuPod(arena, 2);
+  struct Case {
+    std::string args;
+    std::vector<int64_t> want;
+  };
+  const std::vector<Case> cases = {
+      // 100 × (8 − free after) / 8 on the best-fit device: free after 0, 3, 6, -, -, 6.
+      {"{}", {100, 62, 25, 0, 0, 25}},
+      {R"({"scoring": "binpack"})", {100, 62, 25, 0, 0, 25}},
+      // 100 × (Σ free − 2) / Σ device memory, healthy devices only:
+      // 8/16, 11/16, 14/16, -, -, 6/8.
+      {R"({"scoring": "spread"})", {50, 68, 87, 0, 0, 75}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.args);
+    std::unique_ptr<Policy> policy = MustCreate(c.args);
+    ASSERT_NE(policy, nullptr);
+    EXPECT_EQ(Scores(*policy, pod, nodes), c.want);
+    // A pod without GPU memory is neutral everywhere.
+    EXPECT_EQ(Scores(*policy, GpuPod(arena, 0), nodes), std::vector<int64_t>(nodes.size(), 0));
+  }
+}
+
+// A victim: a bound pod using `memory` on `device`.
+model::PodInfo Victim(TestArena& arena, std::string_view name, int64_t memory,
+                      std::optional<int> device) {
+  PodBuilder builder(arena);
+  builder.Name(name).Container({{"cpu", 100}}, {{kGpuMem, memory}});
+  if (device.has_value()) {
+    builder.Annotation(kIndex, std::to_string(*device));
+  }
+  return builder.Build();
+}
+
+TEST(GpuShareTest, SelectsVictimsOnOneDevice) {
+  TestArena arena;
+  struct Case {
+    std::string name;
+    int64_t request;
+    model::NodeInfo node;
+    std::vector<model::PodInfo> victims;  // most important first
+    Verdict::Code want_code;
+    std::vector<uint8_t> want_needed;  // when kept
+  };
+  const std::vector<Case> cases = {
+      // Device 0 needs three of its four 2 GiB victims for 6 GiB; device 1
+      // needs its one 7 GiB victim (1 + 7 >= 6).
+      {"the device needing the fewest victims",
+       6,
+       TwoByEight(arena, "n", {8, 7}),
+       {Victim(arena, "a", 2, 0), Victim(arena, "b", 2, 0), Victim(arena, "c", 2, 0),
+        Victim(arena, "d", 2, 0), Victim(arena, "e", 7, 1)},
+       Verdict::Code::kSuccess,
+       {0, 0, 0, 0, 1}},
+      {"ties go to the lowest index",
+       4,
+       TwoByEight(arena, "n", {8, 8}),
+       {Victim(arena, "a", 8, 1), Victim(arena, "b", 8, 0)},
+       Verdict::Code::kSuccess,
+       {0, 1}},
+      // Either 4 GiB victim frees enough: the more important one stays.
+      {"reprieves the more important victim",
+       4,
+       GpuNode(arena, "n", 1, 8, {8}),
+       {Victim(arena, "important", 4, 0), Victim(arena, "less", 4, 0)},
+       Verdict::Code::kSuccess,
+       {0, 1}},
+      // The two small ones free 4 GiB together: the big one stays.
+      {"reprieves the important victim when less important ones suffice together",
+       4,
+       GpuNode(arena, "n", 1, 8, {8}),
+       {Victim(arena, "big", 4, 0), Victim(arena, "small", 2, 0), Victim(arena, "tiny", 2, 0)},
+       Verdict::Code::kSuccess,
+       {0, 1, 1}},
+      // The small one alone would not do: the important one goes.
+      {"keeps what is needed whatever its importance",
+       4,
+       GpuNode(arena, "n", 1, 8, {8}),
+       {Victim(arena, "big", 4, 0), Victim(arena, "small", 2, 0)},
+       Verdict::Code::kSuccess,
+       {1, 0}},
+      // 2 GiB free already + 2 from the less important victim.
+      {"free memory counts",
+       4,
+       GpuNode(arena, "n", 1, 8, {6}),
+       {Victim(arena, "a", 4, 0), Victim(arena, "b", 2, 0)},
+       Verdict::Code::kSuccess,
+       {0, 1}},
+      {"fits without evicting anyone",
+       4,
+       GpuNode(arena, "n", 1, 8, {2}),
+       {Victim(arena, "a", 2, 0)},
+       Verdict::Code::kSuccess,
+       {0}},
+      // Victims only free memory on the device they name.
+      {"victims on other devices and without an index do not help",
+       4,
+       TwoByEight(arena, "n", {8, 8}),
+       {Victim(arena, "a", 4, std::nullopt), Victim(arena, "b", 2, 1)},
+       Verdict::Code::kUnschedulable,
+       {}},
+      {"not enough even after evicting every victim",
+       4,
+       GpuNode(arena, "n", 1, 8, {8}),
+       {Victim(arena, "a", 2, 0)},
+       Verdict::Code::kUnschedulable,
+       {}},
+      {"victim on an unhealthy device",
+       4,
+       TwoByEight(arena, "n", {8, 8}, 0b01),
+       {Victim(arena, "a", 8, 0)},
+       Verdict::Code::kUnschedulable,
+       {}},
+      {"devices too small",
+       10,
+       TwoByEight(arena, "n", {8, 8}),
+       {Victim(arena, "a", 8, 0)},
+       Verdict::Code::kUnschedulable,
+       {}},
+      {"no GPUs",
+       1,
+       GpuNode(arena, "n", 0, 0, {}),
+       {Victim(arena, "a", 8, 0)},
+       Verdict::Code::kUnschedulable,
+       {}},
+      // 8 − (10 − 4) = 2 < 4: an over-committed device frees only what
+      // exceeds its over-commitment.
+      {"over-committed device",
+       4,
+       GpuNode(arena, "n", 1, 8, {10}),
+       {Victim(arena, "a", 4, 0)},
+       Verdict::Code::kUnschedulable,
+       {}},
+      {"pod without GPU memory needs no victim",
+       0,
+       TwoByEight(arena, "n", {8, 8}),
+       {Victim(arena, "a", 8, 0), Victim(arena, "b", 8, 1)},
+       Verdict::Code::kSuccess,
+       {0, 0}},
+      {"no usage",
+       4,
+       NodeBuilder(arena).Name("n").Capacity(kGpuMem, 8).Build(),
+       {Victim(arena, "a", 8, 0)},
+       Verdict::Code::kError,
+       {}},
+  };
+  std::unique_ptr<Policy> policy = MustCreate("{}");
+  ASSERT_NE(policy, nullptr);
+  const PreemptHook* preempter = policy->AsPreempter();
+  ASSERT_NE(preempter, nullptr);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const model::PodInfo preemptor = GpuPod(arena, c.request);
+    std::vector<uint8_t> needed(c.victims.size(), 1);
+    RequestState state;
+    const Verdict got = preempter->SelectVictims(state, preemptor, c.node, c.victims, needed);
+    EXPECT_EQ(got.code, c.want_code) << got.reason;
+    if (c.want_code == Verdict::Code::kSuccess) {
+      EXPECT_EQ(needed, c.want_needed);
+    }
+    if (c.want_code == Verdict::Code::kUnschedulable) {
+      EXPECT_EQ(got.reason, "no GPU has enough memory even after evicting the victims");
+    }
+  }
+}
+
+// The annotation `key` of `annotations`, or "" when absent.
+std::string Find(const PodAnnotations& annotations, std::string_view key) {
+  for (const auto& [k, v] : annotations) {
+    if (k == key) {
+      return v;
+    }
+  }
+  return "";
+}
+
+TEST(GpuShareTest, ReserveAnnotatesTheBestFitDevice) {
+  TestArena arena;
+  std::unique_ptr<Policy> policy = MustCreate("{}");
+  ASSERT_NE(policy, nullptr);
+  const ReserveHook* reserver = policy->AsReserver();
+  ASSERT_NE(reserver, nullptr);
+  // Four devices of 8 GiB, free {6, 3, 3, 8}: 3 GiB fits best on device 1
+  // (the least free that holds it; device 2 ties but comes later).
+  const model::NodeInfo node = GpuNode(arena, "n", 4, 32, {2, 5, 5, 0});
+  PodAnnotations out = {{"existing", "kept"}};
+  const int64_t before = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  ASSERT_TRUE(reserver->Reserve(GpuPod(arena, 3), node, out).ok());
+  ASSERT_EQ(out.size(), 6u);
+  EXPECT_EQ(out[0], (std::pair<std::string, std::string>("existing", "kept")));
+  EXPECT_EQ(out[1], (std::pair<std::string, std::string>("ALIYUN_COM_GPU_MEM_IDX", "1")));
+  EXPECT_EQ(out[2], (std::pair<std::string, std::string>("ALIYUN_COM_GPU_MEM_POD", "3")));
+  EXPECT_EQ(out[3], (std::pair<std::string, std::string>("ALIYUN_COM_GPU_MEM_DEV", "8")));
+  EXPECT_EQ(out[4], (std::pair<std::string, std::string>("ALIYUN_COM_GPU_MEM_ASSIGNED", "false")));
+  EXPECT_EQ(out[5].first, "ALIYUN_COM_GPU_MEM_ASSUME_TIME");
+  const std::string& text = out[5].second;
+  int64_t assumed = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), assumed);
+  ASSERT_TRUE(ec == std::errc() && end == text.data() + text.size()) << text;
+  EXPECT_GE(assumed, before);
+  EXPECT_LT(assumed - before, int64_t{1'000'000'000});
+}
+
+TEST(GpuShareTest, ReserveRefusesAndSkips) {
+  TestArena arena;
+  model::GpuShareConvention convention;
+  convention.index_annotation = "idx";
+  PolicyContext context;
+  context.gpushare = &convention;
+  std::unique_ptr<Policy> policy = MustCreate("{}", context);
+  ASSERT_NE(policy, nullptr);
+  const ReserveHook* reserver = policy->AsReserver();
+
+  PodAnnotations out;
+  EXPECT_TRUE(reserver->Reserve(GpuPod(arena, 0), TwoByEight(arena, "n", {8, 8}), out).ok());
+  EXPECT_TRUE(out.empty());
+
+  Status refused = reserver->Reserve(GpuPod(arena, 4), TwoByEight(arena, "n7", {5, 6}), out);
+  EXPECT_EQ(refused,
+            FailedPreconditionError("no GPU with 4 GiB free on node n7 (largest free 3 GiB)"));
+  EXPECT_TRUE(out.empty());
+
+  refused = reserver->Reserve(GpuPod(arena, 4), GpuNode(arena, "bare", 0, 0, {}), out);
+  EXPECT_EQ(refused,
+            FailedPreconditionError("no GPU with 4 GiB free on node bare (largest free 0 GiB)"));
+
+  refused = reserver->Reserve(GpuPod(arena, 4), NodeBuilder(arena).Name("n").Build(), out);
+  EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(out.empty());
+
+  ASSERT_TRUE(reserver->Reserve(GpuPod(arena, 4), TwoByEight(arena, "n", {5, 2}), out).ok());
+  EXPECT_EQ(Find(out, "idx"), "1");
+}
+
+TEST(GpuShareTest, RejectsInvalidArgs) {
+  struct Case {
+    std::string args;
+    std::string want;
+  };
+  const std::vector<Case> cases = {
+      {R"({"scoring": "tight"})",
+       R"(profiles[0].policies[1].args.scoring: must be "binpack" or "spread")"},
+      {R"({"scoring": 1})", "profiles[0].policies[1].args.scoring: must be a string"},
+      {R"({"Scoring": "spread"})",
+       "profiles[0].policies[1].args.Scoring: unknown field (known: scoring)"},
+      {R"([])", "profiles[0].policies[1].args: must be an object"},
+  };
+  PolicyContext context;
+  context.args_path = "profiles[0].policies[1].args";
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.args);
+    StatusOr<std::unique_ptr<Policy>> policy = NewGpuShare(json::parse(c.args), context);
+    ASSERT_FALSE(policy.ok());
+    EXPECT_EQ(policy.status(), InvalidArgumentError(c.want));
+  }
+  EXPECT_TRUE(NewGpuShare(json::parse(R"({"scoring": null})"), context).ok());
+}
+
+// Through a configured profile, as the service runs it.
+std::shared_ptr<const pipeline::Profile> MustBuildProfile(
+    std::vector<std::pair<std::string, json>> policies) {
+  Registry registry;
+  EXPECT_TRUE(RegisterBuiltinPolicies(registry).ok());
+  config::ProfileConfig config;
+  config.name = "gpu";
+  for (auto& [name, args] : policies) {
+    config::PolicyConfig pc;
+    pc.name = name;
+    pc.weight = 1;
+    pc.args = std::make_shared<const json>(std::move(args));
+    config.policies.push_back(std::move(pc));
+  }
+  const model::GpuShareConvention convention;
+  auto built = pipeline::Profile::Build(config, registry, "profiles[0]", &convention);
+  EXPECT_TRUE(built.ok()) << built.status().ToString();
+  return built.ok() ? *built : nullptr;
+}
+
+TEST(GpuShareProfileTest, PreemptKeepsTheVictimsEveryHookNeeds) {
+  TestArena arena;
+  auto profile =
+      MustBuildProfile({{"NodeResourcesFit", json::object()}, {"GpuShare", json::object()}});
+  ASSERT_NE(profile, nullptr);
+  // cpu is full (4000m of 4000m); device 0 is full (8 of 8 GiB).
+  model::NodeInfo node = GpuNode(arena, "n", 1, 8, {8});
+  model::NodeUsage usage = *node.usage;
+  usage.pods = 3;
+  usage.requested.Set("cpu", 4000);
+  node.usage = arena.Keep(usage);
+  // The cpu victim is the more important: NodeResourcesFit needs it all the
+  // same; GpuShare needs the GPU victim, which NodeResourcesFit would reprieve.
+  const std::vector<model::PodInfo> victims = {
+      PodBuilder(arena).Name("cpu").Container({{"cpu", 1000}}).Build(),
+      PodBuilder(arena).Name("gpu").Container({}, {{kGpuMem, 8}}).Annotation(kIndex, "0").Build(),
+      PodBuilder(arena).Name("idle").Container({}).Build(),
+  };
+  const model::PodInfo preemptor =
+      PodBuilder(arena).Name("p").Container({{"cpu", 1000}}, {{kGpuMem, 4}}).Build();
+  const std::vector<pipeline::PreemptCandidate> candidates = {{&node, victims}};
+  RequestState state;
+  std::vector<pipeline::PreemptDecision> out;
+  ASSERT_TRUE(profile->RunPreempt(preemptor, candidates, state, out).ok());
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(out[0].keep);
+  EXPECT_EQ(out[0].needed, (std::vector<uint8_t>{1, 1, 0}));
+
+  // Without the GPU victim no device can make room: the node is dropped.
+  const std::vector<model::PodInfo> cpu_only = {victims[0], victims[2]};
+  const std::vector<pipeline::PreemptCandidate> fewer = {{&node, cpu_only}};
+  ASSERT_TRUE(profile->RunPreempt(preemptor, fewer, state, out).ok());
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_FALSE(out[0].keep);
+}
+
+TEST(GpuShareProfileTest, FilterScoreCheckFitAndReserve) {
+  TestArena arena;
+  auto profile = MustBuildProfile({{"GpuShare", json::parse(R"({"scoring": "spread"})")}});
+  ASSERT_NE(profile, nullptr);
+  EXPECT_TRUE(profile->has_reservers());
+  const std::vector<model::NodeInfo> nodes = {
+      TwoByEight(arena, "a", {6, 0}),
+      TwoByEight(arena, "b", {8, 7}),
+      GpuNode(arena, "c", 0, 0, {}),
+  };
+  const std::vector<const model::NodeInfo*> pointers = test::NodePointers(nodes);
+  const model::PodInfo pod = GpuPod(arena, 2);
+
+  RequestState state;
+  pipeline::FilterOutcome filtered;
+  ASSERT_TRUE(profile->RunFilters(pod, pointers, state, filtered).ok());
+  EXPECT_EQ(filtered.passed, (std::vector<uint32_t>{0}));
+  ASSERT_EQ(filtered.failed.size(), 1u);
+  EXPECT_EQ(filtered.failed[0].reason, "no GPU with 2 GiB free (largest free 1 GiB)");
+  ASSERT_EQ(filtered.unresolvable.size(), 1u);
+  EXPECT_EQ(filtered.unresolvable[0].reason, "node(s) have no shared GPU");
+
+  pipeline::ScoreScratch scratch;
+  std::vector<int64_t> scores;
+  const std::vector<const model::NodeInfo*> passed = {pointers[0]};
+  ASSERT_TRUE(profile->RunScorers(pod, passed, scratch, scores).ok());
+  // 100 × (10 − 2) / 16 = 50 → 5 of 10.
+  EXPECT_EQ(scores, (std::vector<int64_t>{5}));
+
+  EXPECT_EQ(profile->CheckFit(pod, nodes[0]), std::nullopt);
+  EXPECT_EQ(profile->CheckFit(pod, nodes[1]),
+            std::optional<std::string>("no GPU with 2 GiB free (largest free 1 GiB)"));
+
+  PodAnnotations annotations;
+  EXPECT_EQ(profile->Reserve(pod, nodes[1], annotations),
+            std::optional<std::string>(
+                "GpuShare: no GPU with 2 GiB free on node b (largest free 1 GiB)"));
+  EXPECT_TRUE(annotations.empty());
+  EXPECT_EQ(profile->Reserve(pod, nodes[0], annotations), std::nullopt);
+  EXPECT_EQ(Find(annotations, "ALIYUN_COM_GPU_MEM_IDX"), "0");
+  EXPECT_EQ(annotations.size(), 5u);
+}
+
+}  // namespace
+}  // namespace schedext::policy
