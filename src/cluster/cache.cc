@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <unordered_set>
@@ -89,12 +90,44 @@ std::string PodName(const AssumeRequest& request) {
   return std::string(request.pod_namespace) + "/" + std::string(request.pod_name);
 }
 
+// "0,2" for the devices of `mask`, "none" for an empty one (log text).
+std::string DeviceList(uint64_t mask) {
+  std::string out;
+  for (int device = 0; device < model::kMaxGpuDevices; ++device) {
+    if (((mask >> device) & 1U) != 0) {
+      if (!out.empty()) {
+        out += ',';
+      }
+      out += std::to_string(device);
+    }
+  }
+  return out.empty() ? "none" : out;
+}
+
+// Drops the devices at the end of `gpu` that nothing counts on any more, so a
+// usage built by adds and removals equals one recounted from scratch.
+void TrimGpuDevices(model::GpuUsage& gpu) {
+  while (!gpu.used.empty() && gpu.used.back() == 0 && gpu.pods.back() == 0) {
+    gpu.used.pop_back();
+    gpu.pods.pop_back();
+  }
+}
+
 }  // namespace
 
 struct ClusterCache::Index {
+  explicit Index(const model::GpuShareConvention* convention) : gpushare(convention) {}
+
   internal::NodeMap nodes;
   internal::PodMap pods;
   std::shared_ptr<internal::Interner> interner = std::make_shared<internal::Interner>();
+  // The cache's options_.gpushare (which outlives the index); null: GPU
+  // sharing is off and NodeUsage::gpu stays empty.
+  const model::GpuShareConvention* const gpushare;
+  // Node name → unhealthy device mask, from the ConfigMaps; only non-zero
+  // masks. Kept apart from the node entries so that a ConfigMap may arrive
+  // before its node and survive every rebuild of the entry.
+  std::unordered_map<std::string, uint64_t, internal::StringHash, std::equal_to<>> unhealthy;
 
   struct Assumption {
     std::string node;
@@ -102,12 +135,16 @@ struct ClusterCache::Index {
     // The pending pod's entry before the reservation, restored by Forget /
     // expiry (kept current when pending updates arrive meanwhile).
     std::shared_ptr<const PodEntry> previous;
+    // Reserved by AssumeIfFits and neither FinishBinding nor Forget yet: a
+    // bind is writing the pod now, and a second one must not race it.
+    bool in_flight = false;
   };
   std::unordered_map<std::string, Assumption, internal::StringHash, std::equal_to<>> assumed;
 
   size_t node_count = 0;  // entries with a node object
   bool nodes_synced = false;
   bool pods_synced = false;
+  bool config_maps_synced = false;  // set only with gpushare
   uint64_t generation = 0;
   size_t copied = 0;  // trie slots copied by the update in progress
   size_t last_copied = 0;
@@ -125,14 +162,47 @@ struct ClusterCache::Index {
       RemoveZeroScalars(usage.requested);
       RemoveZeroScalars(usage.scoring_requested);
     }
+    if (gpushare != nullptr) {
+      AddGpuUsage(usage.gpu, pod, sign);
+    }
   }
 
-  static std::shared_ptr<const NodeEntry> MakeNode(std::string_view name,
-                                                   std::shared_ptr<const model::OwnedNode> node,
-                                                   const model::NodeUsage& usage) {
+  void AddGpuUsage(model::GpuUsage& gpu, const model::PodInfo& pod, int64_t sign) const {
+    const int64_t memory = model::GpuMemoryRequest(pod, *gpushare);
+    if (memory <= 0) {
+      return;
+    }
+    const std::optional<int> device = model::GpuDeviceIndex(pod, *gpushare);
+    if (!device.has_value()) {
+      gpu.unassigned += sign * memory;
+      return;
+    }
+    const size_t index = static_cast<size_t>(*device);
+    if (gpu.used.size() <= index) {
+      gpu.used.resize(index + 1, 0);
+      gpu.pods.resize(index + 1, 0);
+    }
+    gpu.used[index] += sign * memory;
+    gpu.pods[index] += static_cast<int32_t>(sign);
+    if (sign < 0) {
+      TrimGpuDevices(gpu);
+    }
+  }
+
+  uint64_t UnhealthyMask(std::string_view node_name) const {
+    const auto it = unhealthy.find(node_name);
+    return it != unhealthy.end() ? it->second : 0;
+  }
+
+  // Every entry is built here, so each carries its node's current unhealthy
+  // mask whatever rebuilt it.
+  std::shared_ptr<const NodeEntry> MakeNode(std::string_view name,
+                                            std::shared_ptr<const model::OwnedNode> node,
+                                            const model::NodeUsage& usage) const {
     auto entry = std::make_shared<NodeEntry>();
     entry->name.assign(name);
     entry->usage = usage;
+    entry->usage.gpu.unhealthy = UnhealthyMask(name);
     if (node != nullptr) {
       entry->info = node->info();
       entry->info.usage = &entry->usage;
@@ -339,6 +409,98 @@ struct ClusterCache::Index {
     pods = std::move(fresh);
     pods_synced = true;
   }
+
+  bool Synced() const {
+    return nodes_synced && pods_synced && (gpushare == nullptr || config_maps_synced);
+  }
+
+  // ---- unhealthy-device ConfigMaps (only with gpushare) ----
+
+  struct UnhealthyDevices {
+    std::string_view node;  // into the ConfigMap
+    uint64_t mask = 0;
+  };
+  // What `config_map` says, or nullopt when it is not an unhealthy ConfigMap.
+  std::optional<UnhealthyDevices> ReadUnhealthy(const model::OwnedConfigMap& config_map) const {
+    const std::optional<std::string_view> node =
+        model::UnhealthyConfigMapNode(config_map.namespace_name, config_map.name, *gpushare);
+    if (!node.has_value()) {
+      return std::nullopt;
+    }
+    int invalid = 0;
+    const uint64_t mask = model::ParseUnhealthyDevices(
+        config_map.Find(gpushare->unhealthy_key).value_or(std::string_view()), &invalid);
+    if (invalid > 0) {
+      spdlog::warn(
+          "cluster cache: ConfigMap {}/{}: {} entries of key {} are not device indexes in "
+          "[0, {}); ignored",
+          config_map.namespace_name, config_map.name, invalid, gpushare->unhealthy_key,
+          model::kMaxGpuDevices);
+    }
+    return UnhealthyDevices{*node, mask};
+  }
+
+  // Records `mask` for `node_name` and rebuilds its entry when it changed.
+  void SetUnhealthy(std::string_view node_name, uint64_t mask) {
+    const auto it = unhealthy.find(node_name);
+    const uint64_t old = it != unhealthy.end() ? it->second : 0;
+    if (old == mask) {
+      return;
+    }
+    spdlog::info("cluster cache: unhealthy GPU devices of node {}: {} (were {})", node_name,
+                 DeviceList(mask), DeviceList(old));
+    if (mask == 0) {
+      unhealthy.erase(it);
+    } else if (it == unhealthy.end()) {
+      unhealthy.emplace(std::string(node_name), mask);
+    } else {
+      it->second = mask;
+    }
+    if (const auto* current = nodes.Find(node_name)) {
+      const std::shared_ptr<const NodeEntry> old_entry = *current;
+      nodes = nodes.Set(MakeNode(node_name, old_entry->node, old_entry->usage), &copied);
+    }
+  }
+
+  void UpsertConfigMap(const model::OwnedConfigMap& config_map) {
+    if (const std::optional<UnhealthyDevices> read = ReadUnhealthy(config_map)) {
+      SetUnhealthy(read->node, read->mask);
+    }
+  }
+
+  void DeleteConfigMap(const model::OwnedConfigMap& config_map) {
+    const std::optional<std::string_view> node =
+        model::UnhealthyConfigMapNode(config_map.namespace_name, config_map.name, *gpushare);
+    if (node.has_value()) {
+      SetUnhealthy(*node, 0);
+    }
+  }
+
+  void ReplaceConfigMaps(const std::vector<InformerObject>& objects) {
+    std::unordered_map<std::string, uint64_t, internal::StringHash, std::equal_to<>> fresh;
+    for (const InformerObject& object : objects) {
+      if (object.config_map == nullptr) {
+        continue;
+      }
+      if (const std::optional<UnhealthyDevices> read = ReadUnhealthy(*object.config_map)) {
+        fresh.insert_or_assign(std::string(read->node), read->mask);
+      }
+    }
+    // Owned names: SetUnhealthy erases keys of `unhealthy` while this runs.
+    std::vector<std::pair<std::string, uint64_t>> changes;
+    for (const auto& [node, mask] : unhealthy) {
+      if (!fresh.contains(node)) {
+        changes.emplace_back(node, 0);  // its ConfigMap disappeared
+      }
+    }
+    for (auto& [node, mask] : fresh) {
+      changes.emplace_back(node, mask);
+    }
+    for (const auto& [node, mask] : changes) {
+      SetUnhealthy(node, mask);
+    }
+    config_maps_synced = true;
+  }
 };
 
 // ---- Snapshot ----
@@ -387,7 +549,9 @@ size_t Snapshot::pod_count() const { return state_->pods.size(); }
 // ---- ClusterCache ----
 
 ClusterCache::ClusterCache(CacheOptions options)
-    : options_(std::move(options)), index_(std::make_unique<Index>()) {
+    : options_(std::move(options)),
+      index_(std::make_unique<Index>(options_.gpushare.has_value() ? &*options_.gpushare
+                                                                     : nullptr)) {
   std::lock_guard<std::mutex> lock(mu_);
   auto snapshot = std::shared_ptr<Snapshot>(new Snapshot());
   snapshot->state_ =
@@ -408,6 +572,7 @@ CacheStats ClusterCache::Stats() const {
   stats.generation = index_->generation;
   stats.nodes_synced = index_->nodes_synced;
   stats.pods_synced = index_->pods_synced;
+  stats.config_maps_synced = index_->config_maps_synced;
   stats.last_update_copied_slots = index_->last_copied;
   return stats;
 }
@@ -428,7 +593,7 @@ void ClusterCache::PublishLocked() {
   snapshot->state_ = std::make_shared<const internal::CacheState>(
       internal::CacheState{index.nodes, index.pods, index.interner});
   snapshot->node_count_ = index.node_count;
-  snapshot->synced_ = index.nodes_synced && index.pods_synced;
+  snapshot->synced_ = index.Synced();
   snapshot->generation_ = ++index.generation;
   current_.store(std::move(snapshot));
 }
@@ -436,10 +601,18 @@ void ClusterCache::PublishLocked() {
 void ClusterCache::OnReplace(ResourceKind kind, std::vector<InformerObject> objects) {
   std::lock_guard<std::mutex> lock(mu_);
   BeginUpdateLocked();
-  if (kind == ResourceKind::kNodes) {
-    index_->ReplaceNodes(objects);
-  } else {
-    index_->ReplacePods(objects);
+  switch (kind) {
+    case ResourceKind::kNodes:
+      index_->ReplaceNodes(objects);
+      break;
+    case ResourceKind::kPods:
+      index_->ReplacePods(objects);
+      break;
+    case ResourceKind::kConfigMaps:
+      if (index_->gpushare != nullptr) {
+        index_->ReplaceConfigMaps(objects);
+      }
+      break;
   }
   PublishLocked();
   spdlog::info("cluster cache: {} replaced: {} nodes, {} pods, {} reserved", ResourceKindName(kind),
@@ -449,12 +622,22 @@ void ClusterCache::OnReplace(ResourceKind kind, std::vector<InformerObject> obje
 void ClusterCache::OnUpsert(ResourceKind kind, InformerObject object) {
   std::lock_guard<std::mutex> lock(mu_);
   BeginUpdateLocked();
-  if (kind == ResourceKind::kNodes) {
-    if (object.node != nullptr) {
-      index_->UpsertNode(std::move(object.node));
-    }
-  } else if (object.pod != nullptr) {
-    index_->UpsertPod(std::move(object.pod));
+  switch (kind) {
+    case ResourceKind::kNodes:
+      if (object.node != nullptr) {
+        index_->UpsertNode(std::move(object.node));
+      }
+      break;
+    case ResourceKind::kPods:
+      if (object.pod != nullptr) {
+        index_->UpsertPod(std::move(object.pod));
+      }
+      break;
+    case ResourceKind::kConfigMaps:
+      if (index_->gpushare != nullptr && object.config_map != nullptr) {
+        index_->UpsertConfigMap(*object.config_map);
+      }
+      break;
   }
   PublishLocked();
 }
@@ -462,12 +645,22 @@ void ClusterCache::OnUpsert(ResourceKind kind, InformerObject object) {
 void ClusterCache::OnDelete(ResourceKind kind, InformerObject object) {
   std::lock_guard<std::mutex> lock(mu_);
   BeginUpdateLocked();
-  if (kind == ResourceKind::kNodes) {
-    if (object.node != nullptr) {
-      index_->DeleteNode(object.node->name());
-    }
-  } else if (object.pod != nullptr) {
-    index_->DeletePod(*object.pod);
+  switch (kind) {
+    case ResourceKind::kNodes:
+      if (object.node != nullptr) {
+        index_->DeleteNode(object.node->name());
+      }
+      break;
+    case ResourceKind::kPods:
+      if (object.pod != nullptr) {
+        index_->DeletePod(*object.pod);
+      }
+      break;
+    case ResourceKind::kConfigMaps:
+      if (index_->gpushare != nullptr && object.config_map != nullptr) {
+        index_->DeleteConfigMap(*object.config_map);
+      }
+      break;
   }
   PublishLocked();
 }
@@ -485,8 +678,17 @@ StatusOr<bool> ClusterCache::ReserveLocked(const AssumeRequest& request, const F
                                      std::string(request.node) + ": already reserved on " +
                                      it->second.node);
     }
-    if (finished && options_.assume_ttl.count() > 0) {
-      it->second.deadline = Now() + options_.assume_ttl;
+    if (fits != nullptr && it->second.in_flight) {
+      return FailedPreconditionError("assume pod " + PodName(request) + " on " +
+                                     std::string(request.node) +
+                                     ": a bind of this pod is already in progress");
+    }
+    if (finished) {
+      // Assume(): a bind of this pod succeeded, so none is in flight now.
+      it->second.in_flight = false;
+      if (options_.assume_ttl.count() > 0) {
+        it->second.deadline = Now() + options_.assume_ttl;
+      }
     }
     return true;  // a retried bind: counted once
   }
@@ -531,6 +733,9 @@ StatusOr<bool> ClusterCache::ReserveLocked(const AssumeRequest& request, const F
     assumption.deadline = Now() + options_.assume_ttl;
   }
   assumption.previous = current;
+  assumption.in_flight = !finished;
+  // `view` may carry annotations the FitFn added (views into the caller's
+  // text); OwnedPod copies them, so the reservation counts on its device.
   index.SetPod(uid, Index::Entry(std::make_shared<const model::OwnedPod>(view), true));
   index.assumed.emplace(uid, std::move(assumption));
   return true;
@@ -538,7 +743,7 @@ StatusOr<bool> ClusterCache::ReserveLocked(const AssumeRequest& request, const F
 
 StatusOr<bool> ClusterCache::AssumeIfFits(const AssumeRequest& request, const FitFn& fits) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!(index_->nodes_synced && index_->pods_synced)) {
+  if (!index_->Synced()) {
     return UnavailableError("node cache not synced");
   }
   BeginUpdateLocked();
@@ -561,6 +766,7 @@ Status ClusterCache::FinishBinding(std::string_view uid) {
   if (it == index_->assumed.end()) {
     return NotFoundError("finish binding: pod " + std::string(uid) + " is not reserved");
   }
+  it->second.in_flight = false;
   if (options_.assume_ttl.count() > 0) {
     it->second.deadline = Now() + options_.assume_ttl;
   }

@@ -1,0 +1,645 @@
+// ClusterCache with GPU sharing: per-device counting through pod events and
+// reservations, the in-flight bind guard, restart recovery from annotations,
+// unhealthy-device ConfigMaps, and what Synced() waits for.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "schedext/cluster/cache.h"
+#include "schedext/model/gpushare.h"
+#include "testing/model_builders.h"
+
+namespace schedext::cluster {
+namespace {
+
+using ::schedext::test::NodeBuilder;
+using ::schedext::test::PodBuilder;
+using ::schedext::test::TestArena;
+using namespace std::chrono_literals;
+
+constexpr std::string_view kMem = "aliyun.com/gpu-mem";
+constexpr std::string_view kCount = "aliyun.com/gpu-count";
+constexpr std::string_view kIndex = "ALIYUN_COM_GPU_MEM_IDX";
+
+// A pod asking for `gpu_mem` (as its container's limit; 0: not a GPU pod) on
+// `node` ("" pending), with index annotation `index` (nullopt: none).
+InformerObject GpuPod(std::string_view name, std::string_view node, int64_t gpu_mem,
+                      std::optional<std::string_view> index, std::string_view phase = "Running") {
+  TestArena arena;
+  PodBuilder builder(arena);
+  builder.Name(name).Namespace("default").Uid("uid-" + std::string(name)).Phase(phase);
+  if (!node.empty()) {
+    builder.NodeName(node);
+  }
+  if (gpu_mem > 0) {
+    builder.Container({{"cpu", 100}}, {{kMem, gpu_mem}});
+  } else {
+    builder.Container({{"cpu", 100}});
+  }
+  if (index.has_value()) {
+    builder.Annotation(kIndex, *index);
+  }
+  return {nullptr, std::make_shared<const model::OwnedPod>(builder.Build()), nullptr};
+}
+
+// A node with `count` devices sharing `memory` (GiB) in total.
+InformerObject GpuNode(std::string_view name, int64_t count = 4, int64_t memory = 32) {
+  TestArena arena;
+  model::NodeInfo node = NodeBuilder(arena)
+                             .Name(name)
+                             .Allocatable("cpu", 8000)
+                             .Allocatable("pods", 110)
+                             .Capacity(kCount, count)
+                             .Capacity(kMem, memory)
+                             .Build();
+  return {std::make_shared<const model::OwnedNode>(node), nullptr, nullptr};
+}
+
+// A ConfigMap; `value` of key "gpus" (nullopt: no such key).
+InformerObject ConfigMap(std::string_view namespace_name, std::string_view name,
+                         std::optional<std::string_view> value, std::string_view key = "gpus") {
+  auto config_map = std::make_shared<model::OwnedConfigMap>();
+  config_map->namespace_name.assign(namespace_name);
+  config_map->name.assign(name);
+  config_map->resource_version = "1";
+  config_map->data.emplace_back("other", "7");
+  if (value.has_value()) {
+    config_map->data.emplace_back(std::string(key), std::string(*value));
+  }
+  return {nullptr, nullptr, std::move(config_map)};
+}
+
+InformerObject Unhealthy(std::string_view node, std::string_view value) {
+  return ConfigMap("kube-system", "unhealthy-gpu-" + std::string(node), value);
+}
+
+struct Fixture {
+  std::mutex mu;
+  std::chrono::steady_clock::time_point now{};
+  ClusterCache cache;
+
+  explicit Fixture(bool gpushare = true, std::chrono::milliseconds ttl = 30s)
+      : cache(CacheOptions{ttl,
+                           [this] {
+                             std::lock_guard<std::mutex> lock(mu);
+                             return now;
+                           },
+                           gpushare ? std::optional<model::GpuShareConvention>(
+                                          model::GpuShareConvention{})
+                                    : std::nullopt}) {}
+  void Advance(std::chrono::milliseconds d) {
+    std::lock_guard<std::mutex> lock(mu);
+    now += d;
+  }
+  void Sync(std::vector<InformerObject> nodes, std::vector<InformerObject> pods,
+            std::vector<InformerObject> config_maps = {}) {
+    cache.OnReplace(ResourceKind::kNodes, std::move(nodes));
+    cache.OnReplace(ResourceKind::kPods, std::move(pods));
+    cache.OnReplace(ResourceKind::kConfigMaps, std::move(config_maps));
+  }
+  model::GpuUsage Gpu(std::string_view node) {
+    const std::shared_ptr<const Snapshot> snapshot = cache.snapshot();
+    const model::NodeUsage* usage = snapshot->FindUsage(node);
+    return usage != nullptr ? usage->gpu : model::GpuUsage{};
+  }
+  int64_t Pods(std::string_view node) {
+    const std::shared_ptr<const Snapshot> snapshot = cache.snapshot();
+    const model::NodeUsage* usage = snapshot->FindUsage(node);
+    return usage != nullptr ? usage->pods : 0;
+  }
+  // The unhealthy mask the node's entry carries (what policies read).
+  std::optional<uint64_t> NodeMask(std::string_view node) {
+    const std::shared_ptr<const Snapshot> snapshot = cache.snapshot();
+    const model::NodeInfo* info = snapshot->FindNode(node);
+    if (info == nullptr) {
+      return std::nullopt;
+    }
+    return info->usage->gpu.unhealthy;
+  }
+};
+
+using Used = std::vector<int64_t>;
+using PodsOn = std::vector<int32_t>;
+
+void ExpectGpu(const model::GpuUsage& gpu, const Used& used, const PodsOn& pods,
+               int64_t unassigned, uint64_t unhealthy = 0) {
+  EXPECT_EQ(gpu.used, used);
+  EXPECT_EQ(gpu.pods, pods);
+  EXPECT_EQ(gpu.unassigned, unassigned);
+  EXPECT_EQ(gpu.unhealthy, unhealthy);
+}
+
+TEST(CacheGpuShareTest, CountsPerDeviceThroughPodEvents) {
+  struct Step {
+    std::string name;
+    std::function<void(ClusterCache&)> apply;
+    Used used;
+    PodsOn pods;
+    int64_t unassigned;
+    int64_t node_pods;
+  };
+  Fixture f;
+  f.Sync({GpuNode("n1")}, {
+                              GpuPod("a", "n1", 4, "1"),
+                              GpuPod("b", "n1", 2, "1"),
+                              GpuPod("c", "n1", 3, "3"),
+                              GpuPod("d", "", 5, "0"),               // pending: nowhere
+                              GpuPod("e", "n1", 6, "0", "Succeeded"),  // terminal: dropped
+                              GpuPod("f", "n1", 7, std::nullopt),    // no index: unassigned
+                              GpuPod("g", "n1", 0, std::nullopt),    // no GPU at all
+                          });
+  const std::vector<Step> steps = {
+      // device 1: a 4 + b 2 = 6 (2 pods); device 3: c 3; f's 7 unassigned.
+      {"start", [](ClusterCache&) {}, {0, 6, 0, 3}, {0, 2, 0, 1}, 7, 5},
+      // a's annotation moves it to device 0: device 1 6 − 4 = 2, device 0 + 4.
+      {"annotation moves device",
+       [](ClusterCache& c) { c.OnUpsert(ResourceKind::kPods, GpuPod("a", "n1", 4, "0")); },
+       {4, 2, 0, 3},
+       {1, 1, 0, 1},
+       7,
+       5},
+      // f gets device 2: unassigned 7 − 7 = 0, device 2 + 7.
+      {"unassigned pod gets an index",
+       [](ClusterCache& c) { c.OnUpsert(ResourceKind::kPods, GpuPod("f", "n1", 7, "2")); },
+       {4, 2, 7, 3},
+       {1, 1, 1, 1},
+       0,
+       5},
+      // c (device 3) deleted: 3 − 3 = 0, the empty last device is trimmed.
+      {"delete trims the last device",
+       [](ClusterCache& c) { c.OnDelete(ResourceKind::kPods, GpuPod("c", "n1", 3, "3")); },
+       {4, 2, 7},
+       {1, 1, 1},
+       0,
+       4},
+      // b fails: terminal pods release device 1: 2 − 2 = 0 (an inner zero stays).
+      {"terminal releases",
+       [](ClusterCache& c) {
+         c.OnUpsert(ResourceKind::kPods, GpuPod("b", "n1", 2, "1", "Failed"));
+       },
+       {4, 0, 7},
+       {1, 0, 1},
+       0,
+       3},
+      // The pending d is bound to n1 on device 0: 4 + 5 = 9.
+      {"pending pod bound",
+       [](ClusterCache& c) { c.OnUpsert(ResourceKind::kPods, GpuPod("d", "n1", 5, "0")); },
+       {9, 0, 7},
+       {2, 0, 1},
+       0,
+       4},
+      // An index that does not parse counts as unassigned: device 0 9 − 4 = 5.
+      {"invalid index is unassigned",
+       [](ClusterCache& c) { c.OnUpsert(ResourceKind::kPods, GpuPod("a", "n1", 4, "x")); },
+       {5, 0, 7},
+       {1, 0, 1},
+       4,
+       4},
+      // f gone: device 2 7 − 7 = 0, devices 2 and 1 both trimmed.
+      {"delete trims every empty trailing device",
+       [](ClusterCache& c) { c.OnDelete(ResourceKind::kPods, GpuPod("f", "n1", 7, "2")); },
+       {5},
+       {1},
+       4,
+       3},
+      // A GPU request resized in place: d 5 → 1 on device 0.
+      {"resized",
+       [](ClusterCache& c) { c.OnUpsert(ResourceKind::kPods, GpuPod("d", "n1", 1, "0")); },
+       {1},
+       {1},
+       4,
+       3},
+      // The rest goes: nothing is left counted.
+      {"all deleted",
+       [](ClusterCache& c) {
+         c.OnDelete(ResourceKind::kPods, GpuPod("a", "n1", 4, "x"));
+         c.OnDelete(ResourceKind::kPods, GpuPod("d", "n1", 1, "0"));
+         c.OnDelete(ResourceKind::kPods, GpuPod("g", "n1", 0, std::nullopt));
+       },
+       {},
+       {},
+       0,
+       0},
+  };
+  for (const Step& step : steps) {
+    SCOPED_TRACE(step.name);
+    step.apply(f.cache);
+    ExpectGpu(f.Gpu("n1"), step.used, step.pods, step.unassigned);
+    EXPECT_EQ(f.Pods("n1"), step.node_pods);
+  }
+}
+
+TEST(CacheGpuShareTest, PodsOfAnUnknownNodeCountOnItsDevices) {
+  Fixture f;
+  f.Sync({}, {GpuPod("a", "late", 3, "1")});
+  // used [0, 3]: counted under the name before the node exists.
+  ExpectGpu(f.Gpu("late"), {0, 3}, {0, 1}, 0);
+  f.cache.OnUpsert(ResourceKind::kNodes, GpuNode("late"));
+  const std::shared_ptr<const Snapshot> snapshot = f.cache.snapshot();
+  const model::NodeInfo* node = snapshot->FindNode("late");
+  ASSERT_NE(node, nullptr);
+  ExpectGpu(node->usage->gpu, {0, 3}, {0, 1}, 0);
+}
+
+// Places the pod on the node's best-fit device and writes the index into its
+// annotations, as the GpuShare bind does. `text` keeps the annotation's value
+// alive until AssumeIfFits returns (not longer: the cache must copy it).
+struct AnnotatingFit {
+  model::GpuShareConvention convention;  // the annotation's key points into it
+  std::unique_ptr<std::string> text = std::make_unique<std::string>();
+  int calls = 0;
+
+  ClusterCache::FitFn Fn() {
+    return [this](model::PodInfo& pod, const model::NodeInfo& node) {
+      ++calls;
+      const model::GpuPlacement placement =
+          model::PlaceOnGpu(model::NodeGpuShape(node, convention), &node.usage->gpu,
+                            model::GpuMemoryRequest(pod, convention));
+      if (placement.device < 0) {
+        return false;
+      }
+      *text = std::to_string(placement.device);
+      pod.annotations.Set(convention.index_annotation, *text);
+      return true;
+    };
+  }
+};
+
+AssumeRequest Request(std::string_view uid, std::string_view name, std::string_view node,
+                      const model::PodInfo* pod = nullptr) {
+  return AssumeRequest{uid, "default", name, node, pod};
+}
+
+TEST(CacheGpuShareTest, ReservationCountsOnTheDeviceItsFitAnnotates) {
+  Fixture f;
+  // Two devices of 16 / 2 = 8; a uses 6 of device 0.
+  f.Sync({GpuNode("n1", 2, 16)},
+         {GpuPod("a", "n1", 6, "0"), GpuPod("p", "", 4, std::nullopt)});
+  AnnotatingFit fit;
+  // free = [8 − 6, 8] = [2, 8]: 4 fits only on device 1.
+  StatusOr<bool> reserved = f.cache.AssumeIfFits(Request("uid-p", "p", "n1"), fit.Fn());
+  ASSERT_TRUE(reserved.ok()) << reserved.status().ToString();
+  EXPECT_TRUE(*reserved);
+  fit.text.reset();  // the reservation must not point into the FitFn's text
+  // Counted on device 1 at once: used [6, 4].
+  ExpectGpu(f.Gpu("n1"), {6, 4}, {1, 1}, 0);
+  {
+    const std::shared_ptr<const Snapshot> snapshot = f.cache.snapshot();
+    ASSERT_TRUE(snapshot->IsAssumed("uid-p"));
+    EXPECT_EQ(snapshot->FindPod("uid-p")->annotations.Find(kIndex),
+              std::optional<std::string_view>("1"));
+  }
+  ASSERT_TRUE(f.cache.FinishBinding("uid-p").ok());
+  // The watch lags (still pending, not annotated yet): the reservation stands.
+  f.cache.OnUpsert(ResourceKind::kPods, GpuPod("p", "", 4, std::nullopt));
+  ExpectGpu(f.Gpu("n1"), {6, 4}, {1, 1}, 0);
+  // The annotated, bound object confirms it: replaced, not added — still [6, 4].
+  f.cache.OnUpsert(ResourceKind::kPods, GpuPod("p", "n1", 4, "1"));
+  ExpectGpu(f.Gpu("n1"), {6, 4}, {1, 1}, 0);
+  EXPECT_FALSE(f.cache.snapshot()->IsAssumed("uid-p"));
+  EXPECT_EQ(f.cache.Stats().assumed, 0u);
+  EXPECT_EQ(f.Pods("n1"), 2);
+}
+
+TEST(CacheGpuShareTest, RejectingFitCountsNothing) {
+  Fixture f;
+  // One device of 8 with 6 used: 4 does not fit.
+  f.Sync({GpuNode("n1", 1, 8)}, {GpuPod("a", "n1", 6, "0"), GpuPod("p", "", 4, std::nullopt)});
+  AnnotatingFit fit;
+  StatusOr<bool> reserved = f.cache.AssumeIfFits(Request("uid-p", "p", "n1"), fit.Fn());
+  ASSERT_TRUE(reserved.ok());
+  EXPECT_FALSE(*reserved);
+  EXPECT_EQ(fit.calls, 1);
+  ExpectGpu(f.Gpu("n1"), {6}, {1}, 0);
+  EXPECT_FALSE(f.cache.snapshot()->IsAssumed("uid-p"));
+}
+
+TEST(CacheGpuShareTest, ForgetAndExpiryReleaseTheDevice) {
+  Fixture f;
+  f.Sync({GpuNode("n1", 2, 16)},
+         {GpuPod("p", "", 4, std::nullopt), GpuPod("q", "", 3, std::nullopt)});
+  AnnotatingFit fit;
+  // p: both devices empty (free 8, 8), best fit ties to device 0: used [4].
+  ASSERT_TRUE(*f.cache.AssumeIfFits(Request("uid-p", "p", "n1"), fit.Fn()));
+  ExpectGpu(f.Gpu("n1"), {4}, {1}, 0);
+  // The bind failed: released, and the pending pod is back without the annotation.
+  ASSERT_TRUE(f.cache.Forget("uid-p").ok());
+  ExpectGpu(f.Gpu("n1"), {}, {}, 0);
+  {
+    const std::shared_ptr<const Snapshot> snapshot = f.cache.snapshot();
+    ASSERT_NE(snapshot->FindPod("uid-p"), nullptr);
+    EXPECT_FALSE(snapshot->FindPod("uid-p")->annotations.Contains(kIndex));
+  }
+  // q: device 0 again (free [8, 8]): used [3]; its TTL runs after FinishBinding.
+  ASSERT_TRUE(*f.cache.AssumeIfFits(Request("uid-q", "q", "n1"), fit.Fn()));
+  ASSERT_TRUE(f.cache.FinishBinding("uid-q").ok());
+  ExpectGpu(f.Gpu("n1"), {3}, {1}, 0);
+  f.Advance(29s);
+  EXPECT_EQ(f.cache.ExpireAssumed(), 0u);
+  ExpectGpu(f.Gpu("n1"), {3}, {1}, 0);
+  f.Advance(1s);  // 30 s: the TTL
+  EXPECT_EQ(f.cache.ExpireAssumed(), 1u);
+  ExpectGpu(f.Gpu("n1"), {}, {}, 0);
+  EXPECT_EQ(f.Pods("n1"), 0);
+}
+
+TEST(CacheGpuShareTest, ASecondBindWhileOneIsInFlightIsRefused) {
+  Fixture f;
+  f.Sync({GpuNode("n1", 2, 16)}, {GpuPod("p", "", 4, std::nullopt)});
+  AnnotatingFit fit;
+  ASSERT_TRUE(*f.cache.AssumeIfFits(Request("uid-p", "p", "n1"), fit.Fn()));
+  // A duplicate bind while the first one is writing the annotations.
+  StatusOr<bool> second = f.cache.AssumeIfFits(Request("uid-p", "p", "n1"), fit.Fn());
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(second.status().ToString().find(
+                "assume pod default/p on n1: a bind of this pod is already in progress"),
+            std::string::npos)
+      << second.status().ToString();
+  EXPECT_EQ(fit.calls, 1);  // refused without asking the FitFn
+  ExpectGpu(f.Gpu("n1"), {4}, {1}, 0);
+  // Another node is still the older error.
+  EXPECT_EQ(f.cache.AssumeIfFits(Request("uid-p", "p", "n2"), fit.Fn()).status().code(),
+            StatusCode::kFailedPrecondition);
+  // Once the bind finished, a retry is a counted-once success.
+  ASSERT_TRUE(f.cache.FinishBinding("uid-p").ok());
+  StatusOr<bool> retried = f.cache.AssumeIfFits(Request("uid-p", "p", "n1"), fit.Fn());
+  ASSERT_TRUE(retried.ok()) << retried.status().ToString();
+  EXPECT_TRUE(*retried);
+  EXPECT_EQ(fit.calls, 1);
+  ExpectGpu(f.Gpu("n1"), {4}, {1}, 0);
+  // After Forget the pod is pending again and may be reserved anew.
+  ASSERT_TRUE(f.cache.Forget("uid-p").ok());
+  ASSERT_TRUE(*f.cache.AssumeIfFits(Request("uid-p", "p", "n1"), fit.Fn()));
+  EXPECT_EQ(fit.calls, 2);
+  ExpectGpu(f.Gpu("n1"), {4}, {1}, 0);
+}
+
+TEST(CacheGpuShareTest, AssumeCreatesAFinishedReservation) {
+  Fixture f;
+  f.Sync({GpuNode("n1", 2, 16)}, {});
+  TestArena arena;
+  const model::PodInfo pod =
+      PodBuilder(arena).Name("x").Container({}, {{kMem, 5}}).Annotation(kIndex, "1").Build();
+  ASSERT_TRUE(f.cache.Assume(Request("uid-x", "x", "n1", &pod)).ok());
+  ExpectGpu(f.Gpu("n1"), {0, 5}, {0, 1}, 0);
+  AnnotatingFit fit;
+  // Not in flight: AssumeIfFits answers true without counting again.
+  StatusOr<bool> again = f.cache.AssumeIfFits(Request("uid-x", "x", "n1"), fit.Fn());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_TRUE(*again);
+  EXPECT_EQ(fit.calls, 0);
+  ExpectGpu(f.Gpu("n1"), {0, 5}, {0, 1}, 0);
+}
+
+TEST(CacheGpuShareTest, RestartRecoversPerDeviceUsageFromAnnotations) {
+  Fixture live;
+  live.Sync({GpuNode("n1"), GpuNode("n2", 2, 16)},
+            {GpuPod("a", "n1", 4, "0"), GpuPod("b", "n1", 2, "2"), GpuPod("c", "", 3, std::nullopt),
+             GpuPod("d", "", 5, std::nullopt), GpuPod("e", "n2", 1, std::nullopt)},
+            {Unhealthy("n2", "1")});
+  AnnotatingFit fit;
+  // c → n1: free [8 − 4, 8, 8 − 2, 8] = [4, 8, 6, 8]; 3 best fits device 0 (4 − 3 = 1).
+  ASSERT_TRUE(*live.cache.AssumeIfFits(Request("uid-c", "c", "n1"), fit.Fn()));
+  ASSERT_TRUE(live.cache.FinishBinding("uid-c").ok());
+  live.cache.OnUpsert(ResourceKind::kPods, GpuPod("c", "n1", 3, "0"));
+  // d → n2: device 1 unhealthy, device 0 free 8 − 0 = 8: device 0.
+  ASSERT_TRUE(*live.cache.AssumeIfFits(Request("uid-d", "d", "n2"), fit.Fn()));
+  ASSERT_TRUE(live.cache.FinishBinding("uid-d").ok());
+  live.cache.OnUpsert(ResourceKind::kPods, GpuPod("d", "n2", 5, "0"));
+  // b (device 2) is deleted: [7, 0, 2 − 2] trims back to [7].
+  live.cache.OnDelete(ResourceKind::kPods, GpuPod("b", "n1", 2, "2"));
+  // n1: a 4 + c 3 = 7 on device 0. n2: d 5 on device 0, e's 1 unassigned, device 1 unhealthy.
+  ExpectGpu(live.Gpu("n1"), {7}, {2}, 0);
+  ExpectGpu(live.Gpu("n2"), {5}, {1}, 1, 0b10);
+  EXPECT_EQ(live.cache.Stats().assumed, 0u);
+
+  // A fresh process: only what the API shows. The live cache's pods are the API's
+  // objects now (every reservation was confirmed), so they are the relist.
+  std::vector<InformerObject> pods;
+  live.cache.snapshot()->ForEachPod([&](const model::PodInfo& pod, bool assumed) {
+    EXPECT_FALSE(assumed);
+    pods.push_back({nullptr, std::make_shared<const model::OwnedPod>(pod), nullptr});
+  });
+  EXPECT_EQ(pods.size(), 4u);  // a, c, d, e
+  Fixture restarted;
+  restarted.Sync({GpuNode("n1"), GpuNode("n2", 2, 16)}, std::move(pods), {Unhealthy("n2", "1")});
+  for (std::string_view node : {"n1", "n2"}) {
+    SCOPED_TRACE(node);
+    const model::GpuUsage before = live.Gpu(node);
+    const model::GpuUsage after = restarted.Gpu(node);
+    EXPECT_EQ(after.used, before.used);
+    EXPECT_EQ(after.pods, before.pods);
+    EXPECT_EQ(after.unassigned, before.unassigned);
+    EXPECT_EQ(after.unhealthy, before.unhealthy);
+    EXPECT_EQ(restarted.Pods(node), live.Pods(node));
+  }
+  // A relist of the live cache recounts to the same numbers as well.
+  std::vector<InformerObject> relist;
+  live.cache.snapshot()->ForEachPod([&](const model::PodInfo& pod, bool) {
+    relist.push_back({nullptr, std::make_shared<const model::OwnedPod>(pod), nullptr});
+  });
+  live.cache.OnReplace(ResourceKind::kPods, std::move(relist));
+  ExpectGpu(live.Gpu("n1"), {7}, {2}, 0);
+  ExpectGpu(live.Gpu("n2"), {5}, {1}, 1, 0b10);
+}
+
+TEST(CacheGpuShareTest, RelistKeepsAnnotatedReservations) {
+  Fixture f;
+  f.Sync({GpuNode("n1", 2, 16)}, {GpuPod("a", "n1", 6, "0"), GpuPod("p", "", 4, std::nullopt)});
+  AnnotatingFit fit;
+  // free [2, 8]: p on device 1.
+  ASSERT_TRUE(*f.cache.AssumeIfFits(Request("uid-p", "p", "n1"), fit.Fn()));
+  // The relist still shows p pending: the reservation (on device 1) is recounted.
+  f.cache.OnReplace(ResourceKind::kPods,
+                    {GpuPod("a", "n1", 6, "0"), GpuPod("p", "", 4, std::nullopt)});
+  ExpectGpu(f.Gpu("n1"), {6, 4}, {1, 1}, 0);
+  EXPECT_TRUE(f.cache.snapshot()->IsAssumed("uid-p"));
+}
+
+TEST(CacheGpuShareTest, UnhealthyConfigMaps) {
+  Fixture f;
+  f.Sync({GpuNode("n1"), GpuNode("n2")}, {GpuPod("a", "n1", 4, "0")},
+         {
+             Unhealthy("n1", "1"),
+             Unhealthy("ghost", "0,3"),                     // no such node yet
+             ConfigMap("default", "unhealthy-gpu-n2", "0"),  // other namespace
+             ConfigMap("kube-system", "broken-gpu-n2", "0"),  // other name
+             ConfigMap("kube-system", "unhealthy-gpu-", "0"),  // no node in the name
+         });
+  EXPECT_EQ(f.NodeMask("n1"), 0b10u);
+  EXPECT_EQ(f.NodeMask("n2"), 0u);
+  ExpectGpu(f.Gpu("n1"), {4}, {1}, 0, 0b10);
+  // The ConfigMap came before its node: applied when the node appears.
+  EXPECT_EQ(f.NodeMask("ghost"), std::nullopt);
+  f.cache.OnUpsert(ResourceKind::kNodes, GpuNode("ghost"));
+  EXPECT_EQ(f.NodeMask("ghost"), 0b1001u);  // devices 0 and 3
+
+  // Updated: " 0, 2 ,x" → devices 0 and 2; the invalid "x" is skipped.
+  const std::shared_ptr<const Snapshot> before = f.cache.snapshot();
+  f.cache.OnUpsert(ResourceKind::kConfigMaps, Unhealthy("n1", " 0, 2 ,x"));
+  EXPECT_EQ(f.NodeMask("n1"), 0b101u);
+  EXPECT_EQ(before->FindNode("n1")->usage->gpu.unhealthy, 0b10u);  // snapshots are immutable
+  ExpectGpu(f.Gpu("n1"), {4}, {1}, 0, 0b101);  // the counts are untouched
+
+  // Every rebuild of the entry keeps the mask: node update, pod events,
+  // relists of nodes and of pods.
+  f.cache.OnUpsert(ResourceKind::kNodes, GpuNode("n1", 4, 64));
+  EXPECT_EQ(f.NodeMask("n1"), 0b101u);
+  f.cache.OnUpsert(ResourceKind::kPods, GpuPod("b", "n1", 2, "1"));
+  ExpectGpu(f.Gpu("n1"), {4, 2}, {1, 1}, 0, 0b101);
+  f.cache.OnDelete(ResourceKind::kPods, GpuPod("b", "n1", 2, "1"));
+  ExpectGpu(f.Gpu("n1"), {4}, {1}, 0, 0b101);
+  f.cache.OnReplace(ResourceKind::kPods, {});
+  ExpectGpu(f.Gpu("n1"), {}, {}, 0, 0b101);
+  f.cache.OnReplace(ResourceKind::kNodes, {GpuNode("n1"), GpuNode("n2"), GpuNode("ghost")});
+  EXPECT_EQ(f.NodeMask("n1"), 0b101u);
+  EXPECT_EQ(f.NodeMask("ghost"), 0b1001u);
+  // A node deleted and re-added gets its mask back.
+  f.cache.OnDelete(ResourceKind::kNodes, GpuNode("ghost"));
+  f.cache.OnUpsert(ResourceKind::kNodes, GpuNode("ghost"));
+  EXPECT_EQ(f.NodeMask("ghost"), 0b1001u);
+
+  // A key other than "gpus", or no key at all: no devices.
+  f.cache.OnUpsert(ResourceKind::kConfigMaps,
+                   ConfigMap("kube-system", "unhealthy-gpu-n2", "1", "devices"));
+  EXPECT_EQ(f.NodeMask("n2"), 0u);
+  f.cache.OnUpsert(ResourceKind::kConfigMaps, Unhealthy("n2", "3"));
+  EXPECT_EQ(f.NodeMask("n2"), 0b1000u);
+  f.cache.OnUpsert(ResourceKind::kConfigMaps,
+                   ConfigMap("kube-system", "unhealthy-gpu-n2", std::nullopt));
+  EXPECT_EQ(f.NodeMask("n2"), 0u);
+
+  // Events for ConfigMaps that are not unhealthy lists change nothing.
+  f.cache.OnUpsert(ResourceKind::kConfigMaps, ConfigMap("default", "unhealthy-gpu-n2", "0"));
+  f.cache.OnDelete(ResourceKind::kConfigMaps, ConfigMap("default", "unhealthy-gpu-n1", "0"));
+  EXPECT_EQ(f.NodeMask("n1"), 0b101u);
+  EXPECT_EQ(f.NodeMask("n2"), 0u);
+
+  // Deleted: the mask is cleared.
+  f.cache.OnDelete(ResourceKind::kConfigMaps, Unhealthy("n1", " 0, 2 ,x"));
+  EXPECT_EQ(f.NodeMask("n1"), 0u);
+
+  // Replace: the list is the whole truth. ghost's ConfigMap is gone (cleared),
+  // n2's is new, n1 has one again.
+  f.cache.OnReplace(ResourceKind::kConfigMaps, {Unhealthy("n2", "1"), Unhealthy("n1", "63")});
+  EXPECT_EQ(f.NodeMask("ghost"), 0u);
+  EXPECT_EQ(f.NodeMask("n2"), 0b10u);
+  EXPECT_EQ(f.NodeMask("n1"), uint64_t{1} << 63);
+  f.cache.OnReplace(ResourceKind::kConfigMaps, {});
+  EXPECT_EQ(f.NodeMask("n1"), 0u);
+  EXPECT_EQ(f.NodeMask("n2"), 0u);
+}
+
+TEST(CacheGpuShareTest, UnhealthyMaskOfANodeKnownOnlyByItsPods) {
+  Fixture f;
+  f.Sync({}, {GpuPod("a", "late", 2, "0")}, {});
+  // Only a usage entry exists for "late": it carries the mask too.
+  f.cache.OnUpsert(ResourceKind::kConfigMaps, Unhealthy("late", "2"));
+  ExpectGpu(f.Gpu("late"), {2}, {1}, 0, 0b100);
+  // The last pod leaves (the usage entry goes), the node arrives later: still known.
+  f.cache.OnDelete(ResourceKind::kPods, GpuPod("a", "late", 2, "0"));
+  EXPECT_EQ(f.cache.snapshot()->FindUsage("late"), nullptr);
+  f.cache.OnUpsert(ResourceKind::kNodes, GpuNode("late"));
+  EXPECT_EQ(f.NodeMask("late"), 0b100u);
+}
+
+TEST(CacheGpuShareTest, SyncedNeedsTheConfigMapListOnlyWithGpuShare) {
+  {
+    SCOPED_TRACE("gpushare on");
+    Fixture f;
+    f.cache.OnReplace(ResourceKind::kNodes, {GpuNode("n1")});
+    f.cache.OnReplace(ResourceKind::kPods, {GpuPod("p", "", 1, std::nullopt)});
+    EXPECT_FALSE(f.cache.Synced());
+    EXPECT_FALSE(f.cache.Stats().config_maps_synced);
+    std::vector<const model::NodeInfo*> out;
+    std::shared_ptr<const Snapshot> keep_alive;
+    const std::vector<std::string_view> names = {"n1"};
+    EXPECT_EQ(f.cache.Resolve(names, out, keep_alive).code(), StatusCode::kUnavailable);
+    AnnotatingFit fit;
+    EXPECT_EQ(f.cache.AssumeIfFits(Request("uid-p", "p", "n1"), fit.Fn()).status().code(),
+              StatusCode::kUnavailable);
+    f.cache.OnReplace(ResourceKind::kConfigMaps, {});
+    EXPECT_TRUE(f.cache.Synced());
+    const CacheStats stats = f.cache.Stats();
+    EXPECT_TRUE(stats.nodes_synced);
+    EXPECT_TRUE(stats.pods_synced);
+    EXPECT_TRUE(stats.config_maps_synced);
+    EXPECT_TRUE(f.cache.Resolve(names, out, keep_alive).ok());
+    EXPECT_TRUE(*f.cache.AssumeIfFits(Request("uid-p", "p", "n1"), fit.Fn()));
+  }
+  {
+    SCOPED_TRACE("gpushare off");
+    Fixture f(/*gpushare=*/false);
+    f.cache.OnReplace(ResourceKind::kNodes, {GpuNode("n1")});
+    EXPECT_FALSE(f.cache.Synced());
+    f.cache.OnReplace(ResourceKind::kPods, {});
+    EXPECT_TRUE(f.cache.Synced());
+    EXPECT_FALSE(f.cache.Stats().config_maps_synced);
+    // A ConfigMap list (if something delivered one) changes nothing.
+    f.cache.OnReplace(ResourceKind::kConfigMaps, {Unhealthy("n1", "0")});
+    EXPECT_TRUE(f.cache.Synced());
+    EXPECT_FALSE(f.cache.Stats().config_maps_synced);
+  }
+}
+
+TEST(CacheGpuShareTest, WithoutGpuShareGpuUsageStaysEmpty) {
+  Fixture f(/*gpushare=*/false);
+  f.Sync({GpuNode("n1")},
+         {GpuPod("a", "n1", 4, "1"), GpuPod("b", "n1", 3, std::nullopt),
+          GpuPod("p", "", 2, std::nullopt)},
+         {Unhealthy("n1", "0,1")});
+  f.cache.OnUpsert(ResourceKind::kConfigMaps, Unhealthy("n1", "2"));
+  f.cache.OnUpsert(ResourceKind::kPods, GpuPod("c", "n1", 5, "0"));
+  AnnotatingFit fit;
+  ASSERT_TRUE(*f.cache.AssumeIfFits(Request("uid-p", "p", "n1"), fit.Fn()));
+  f.cache.OnDelete(ResourceKind::kConfigMaps, Unhealthy("n1", "2"));
+  // The other accounting still runs: a, b, c and the reserved p.
+  EXPECT_EQ(f.Pods("n1"), 4);
+  ExpectGpu(f.Gpu("n1"), {}, {}, 0, 0);
+  EXPECT_EQ(f.NodeMask("n1"), 0u);
+}
+
+TEST(CacheGpuShareTest, ForEachPodVisitsBoundPendingAndReservedPods) {
+  Fixture f;
+  f.Sync({GpuNode("n1")}, {GpuPod("a", "n1", 1, "0"), GpuPod("p", "", 2, std::nullopt),
+                           GpuPod("q", "", 0, std::nullopt), GpuPod("t", "n1", 1, "0", "Failed")});
+  AnnotatingFit fit;
+  ASSERT_TRUE(*f.cache.AssumeIfFits(Request("uid-p", "p", "n1"), fit.Fn()));
+  struct Seen {
+    std::string node;
+    bool assumed;
+  };
+  std::map<std::string, Seen> seen;
+  f.cache.snapshot()->ForEachPod([&](const model::PodInfo& pod, bool assumed) {
+    EXPECT_TRUE(seen.emplace(std::string(pod.uid), Seen{std::string(pod.node_name), assumed})
+                    .second)
+        << "visited twice: " << pod.uid;
+  });
+  // a bound, p reserved on n1, q pending; the terminal t is not kept.
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen["uid-a"].node, "n1");
+  EXPECT_FALSE(seen["uid-a"].assumed);
+  EXPECT_EQ(seen["uid-p"].node, "n1");
+  EXPECT_TRUE(seen["uid-p"].assumed);
+  EXPECT_EQ(seen["uid-q"].node, "");
+  EXPECT_FALSE(seen["uid-q"].assumed);
+  EXPECT_EQ(seen.count("uid-t"), 0u);
+
+  // An empty cache visits nothing.
+  Fixture empty;
+  int calls = 0;
+  empty.cache.snapshot()->ForEachPod([&](const model::PodInfo&, bool) { ++calls; });
+  EXPECT_EQ(calls, 0);
+}
+
+}  // namespace
+}  // namespace schedext::cluster
