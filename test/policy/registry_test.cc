@@ -66,7 +66,7 @@ TEST(RegistryTest, UnknownPolicyListsTheKnownOnes) {
   ASSERT_FALSE(policy.ok());
   EXPECT_EQ(policy.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(policy.status().message(),
-            "unknown policy \"NodeLable\" (known: BalancedAllocation, LeastAllocated, "
+            "unknown policy \"NodeLable\" (known: BalancedAllocation, GpuShare, LeastAllocated, "
             "MostAllocated, NodeHealth, NodeLabel, NodeNumeric, NodeResourcesFit, "
             "RequestedToCapacityRatio, TaintToleration)");
 }
@@ -113,11 +113,12 @@ TEST(RegistryTest, NullFromAFactoryIsAnInternalError) {
   EXPECT_EQ(policy.status(), InternalError("policy \"Null\": factory returned null"));
 }
 
-TEST(BuiltinPoliciesTest, RegistersExactlyTheNine) {
+TEST(BuiltinPoliciesTest, RegistersExactlyTheTen) {
   Registry registry;
   ASSERT_TRUE(RegisterBuiltinPolicies(registry).ok());
   EXPECT_EQ(registry.Names(),
-            (std::vector<std::string>{"BalancedAllocation", "LeastAllocated", "MostAllocated",
+            (std::vector<std::string>{"BalancedAllocation", "GpuShare", "LeastAllocated",
+                                      "MostAllocated",
                                       "NodeHealth", "NodeLabel", "NodeNumeric", "NodeResourcesFit",
                                       "RequestedToCapacityRatio", "TaintToleration"}));
   // A second registration of the same list collides.
@@ -131,6 +132,7 @@ TEST(BuiltinPoliciesTest, EachBuildsUnderItsNameWithItsHooks) {
     bool want_filter;
     bool want_scorer;
     bool want_preempter = false;
+    bool want_reserver = false;
   };
   const std::vector<Case> cases = {
       {"NodeLabel", json::parse(R"({"required": [{"matchLabels": {"a": "b"}}]})"), true, false},
@@ -144,6 +146,7 @@ TEST(BuiltinPoliciesTest, EachBuildsUnderItsNameWithItsHooks) {
       {"LeastAllocated", json::object(), false, true},
       {"MostAllocated", json::object(), false, true},
       {"BalancedAllocation", json::object(), false, true},
+      {"GpuShare", json::object(), true, true, true, true},
       {"RequestedToCapacityRatio",
        json::parse(
            R"({"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]})"),
@@ -159,6 +162,7 @@ TEST(BuiltinPoliciesTest, EachBuildsUnderItsNameWithItsHooks) {
     EXPECT_EQ((*policy)->AsFilter() != nullptr, c.want_filter);
     EXPECT_EQ((*policy)->AsScorer() != nullptr, c.want_scorer);
     EXPECT_EQ((*policy)->AsPreempter() != nullptr, c.want_preempter);
+    EXPECT_EQ((*policy)->AsReserver() != nullptr, c.want_reserver);
   }
 }
 
