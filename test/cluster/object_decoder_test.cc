@@ -312,8 +312,9 @@ TEST(ObjectDecoderTest, DecodesConfigMapEvents) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     WatchEvent event;
-    const Status status =
-        decoder.DecodeConfigMapEvent(RequestBuffer::CopyOf(c.line), event, object);
+    // Data keys may view the line itself: it must outlive the object's use.
+    const RequestBuffer line = RequestBuffer::CopyOf(c.line);
+    const Status status = decoder.DecodeConfigMapEvent(line, event, object);
     ASSERT_TRUE(status.ok()) << status.ToString();
     EXPECT_EQ(event.type, c.type);
     EXPECT_EQ(object.resource_version, c.rv);
