@@ -255,12 +255,16 @@ TEST(CacheTest, AssumeIfFitsReservesAndConfirmCountsOnce) {
   ASSERT_TRUE(q.ok());
   EXPECT_FALSE(*q);
   EXPECT_EQ(f.Usage("n1").pods, 1);
-  // A retried bind for p: true, still counted once.
-  EXPECT_TRUE(*f.cache.AssumeIfFits(Request("p", "n1"), CpuFits));
+  // A second bind for p while the first is in flight is refused; counted once.
+  EXPECT_EQ(f.cache.AssumeIfFits(Request("p", "n1"), CpuFits).status().code(),
+            StatusCode::kFailedPrecondition);
   EXPECT_EQ(f.Usage("n1").requested.milli_cpu, 600);
   EXPECT_EQ(f.cache.AssumeIfFits(Request("p", "n2"), CpuFits).status().code(),
             StatusCode::kFailedPrecondition);
   ASSERT_TRUE(f.cache.FinishBinding("uid-p").ok());
+  // Retried after the first bind finished: true, still counted once.
+  EXPECT_TRUE(*f.cache.AssumeIfFits(Request("p", "n1"), CpuFits));
+  EXPECT_EQ(f.Usage("n1").requested.milli_cpu, 600);
   // The watch shows p still pending (lagging), then bound: confirmed, once.
   f.cache.OnUpsert(ResourceKind::kPods, Pod("p", "", {{"cpu", 600}}));
   EXPECT_EQ(f.Usage("n1").requested.milli_cpu, 600);
