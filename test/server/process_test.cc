@@ -576,5 +576,84 @@ TEST(ProcessTest, RequiredClusterWithoutAConnectionRefusesToStart) {
   EXPECT_NE(second.err().find("kubeconfig"), std::string::npos) << second.err();
 }
 
+// A kubeconfig for `api` (token auth, the fake's CA).
+std::string KubeconfigFor(const testing::FakeApiServer& api) {
+  return "apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
+         "clusters:\n- name: fake\n  cluster:\n    server: " + api.url() +
+         "\n    certificate-authority: " + api.ca_file() +
+         "\ncontexts:\n- name: fake\n  context: {cluster: fake, user: fake}\n"
+         "users:\n- name: fake\n  user:\n    token: " + api.token() + "\n";
+}
+
+constexpr std::string_view kGpuShareConfig =
+    "profiles:\n  - name: gpushare\n    policies:\n      - name: GpuShare\n"
+    "      - name: NodeResourcesFit\n";
+
+TEST(ProcessTest, GpuShareWithoutAClusterRefusesToStart) {
+  TempFile config(kGpuShareConfig);
+  Child child;
+  EXPECT_EQ(Child::Run({"--config", config.path()}, child), 1) << child.err();
+  EXPECT_NE(child.err().find("the GpuShare policy needs the Kubernetes API"), std::string::npos)
+      << child.err();
+}
+
+TEST(ProcessTest, GpuShareWatchesConfigMapsAndServesInspect) {
+  testing::FakeApiServer api;
+  ASSERT_TRUE(api.Start()) << api.error();
+  json node = json::parse(testing::FixtureNode("gpu-1"));
+  for (const char* field : {"capacity", "allocatable"}) {
+    node["status"][field]["aliyun.com/gpu-mem"] = "32";
+    node["status"][field]["aliyun.com/gpu-count"] = "2";
+  }
+  ASSERT_FALSE(api.AddNode(node.dump()).empty());
+  TempFile kubeconfig(KubeconfigFor(api));
+  TempFile config(kGpuShareConfig);
+  Child child;
+  const int port =
+      StartServer(child, {"--config", config.path(), "--kubeconfig", kubeconfig.path()});
+  ASSERT_GT(port, 0);
+  // Ready only once the ConfigMap informer has listed kube-system too.
+  int ready = 0;
+  for (int i = 0; i < 500 && ready != 200; ++i) {
+    ready = Exchange(port, BuildRequest("GET", "/readyz", "")).status;
+    if (ready != 200) ::poll(nullptr, 0, 10);
+  }
+  ASSERT_EQ(ready, 200) << child.err();
+  EXPECT_TRUE(api.WaitForWatches(testing::FakeResource::kConfigMaps, 1, milliseconds(5000)));
+  bool namespaced = false;
+  for (const testing::RecordedRequest& r : api.requests()) {
+    namespaced = namespaced ||
+                 r.target.rfind("/api/v1/namespaces/kube-system/configmaps?", 0) == 0;
+  }
+  EXPECT_TRUE(namespaced) << "the ConfigMap informer watches kube-system only";
+
+  HttpReply reply = Exchange(port, BuildRequest("GET", "/gpushare/inspect/gpu-1", ""));
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  EXPECT_EQ(json::parse(reply.body)["devices"].size(), 2u) << reply.body;
+  reply = Exchange(port, BuildRequest("GET", "/metrics", ""));
+  ASSERT_EQ(reply.status, 200);
+  EXPECT_NE(reply.body.find("schedext_gpushare_memory{state=\"total\"} 32\n"), std::string::npos)
+      << reply.body;
+
+  // The device plugin's unhealthy ConfigMap reaches the inspect reply.
+  ASSERT_FALSE(api.Apply(testing::FakeResource::kConfigMaps,
+                         testing::FixtureConfigMap("kube-system", "unhealthy-gpu-gpu-1",
+                                                   {{"gpus", "1"}}))
+                   .empty());
+  bool unhealthy = false;
+  for (int i = 0; i < 500 && !unhealthy; ++i) {
+    reply = Exchange(port, BuildRequest("GET", "/gpushare/inspect/gpu-1", ""));
+    unhealthy = reply.status == 200 && json::parse(reply.body)["devices"][1]["healthy"] == false;
+    if (!unhealthy) ::poll(nullptr, 0, 10);
+  }
+  EXPECT_TRUE(unhealthy) << reply.body;
+  reply = Exchange(port, BuildRequest("GET", "/metrics", ""));
+  EXPECT_NE(reply.body.find("schedext_gpushare_devices{health=\"unhealthy\"} 1\n"),
+            std::string::npos)
+      << reply.body;
+  child.Signal(SIGTERM);
+  EXPECT_EQ(child.Wait(kExitTimeout), 0) << child.err();
+}
+
 }  // namespace
 }  // namespace schedext
