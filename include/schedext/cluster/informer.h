@@ -1,4 +1,4 @@
-// Informer: a reflector, as client-go has, for nodes or pods. It LISTs the
+// Informer: a reflector, as client-go has, for nodes, pods or ConfigMaps. It LISTs the
 // resource page by page (`limit` / `continue`), hands the complete list to its
 // handler (OnReplace), then WATCHes from the list's resourceVersion with
 // `allowWatchBookmarks=true` and a `timeoutSeconds` randomised in
