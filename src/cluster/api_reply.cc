@@ -31,9 +31,7 @@ std::string_view ReasonPhrase(int status) {
   }
 }
 
-// Percent-encodes a path segment: a name with '/' or '?' must not reach
-// another resource.
-std::string EscapePathSegment(std::string_view s) {
+std::string PercentEncode(std::string_view s) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   out.reserve(s.size());

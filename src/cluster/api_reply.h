@@ -1,5 +1,5 @@
 // How schedext words and classifies the API server's answers, shared by the
-// clients of single API calls (KubeBinder, KubePodAnnotator).
+// clients of the API (KubeBinder, KubePodAnnotator, Informer).
 #ifndef SCHEDEXT_CLUSTER_API_REPLY_H_
 #define SCHEDEXT_CLUSTER_API_REPLY_H_
 
@@ -14,9 +14,11 @@ namespace schedext::cluster::internal {
 // "Conflict" for 409, ...; "" for a status without a well-known phrase.
 std::string_view ReasonPhrase(int status);
 
-// Percent-encodes one path segment: a name with '/' or '?' must never reach
-// another resource (names are DNS labels, but never trust that).
-std::string EscapePathSegment(std::string_view segment);
+// RFC 3986 percent-encoding of everything but the unreserved characters: for
+// a path segment (a name with '/' or '?' must never reach another resource;
+// names are DNS labels, but never trust that) or a query value (continue
+// tokens are base64 with '+', '/', '=').
+std::string PercentEncode(std::string_view text);
 
 // "409 Conflict: <Status.message>", or the start of the body when it is not a
 // Status with a message.

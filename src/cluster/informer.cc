@@ -11,6 +11,7 @@
 #include <string_view>
 #include <utility>
 
+#include "cluster/api_reply.h"
 #include "schedext/wire/object_decoder.h"
 #include "schedext/wire/request_buffer.h"
 
@@ -20,25 +21,7 @@ namespace {
 constexpr int kHttpOk = 200;
 constexpr int kHttpGone = 410;
 
-// RFC 3986 percent-encoding of a query value (continue tokens are base64 with
-// '+', '/', '='; resourceVersions are opaque).
-std::string QueryEscape(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(text.size());
-  for (char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-        c == '_' || c == '.' || c == '~') {
-      out.push_back(ch);
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xF]);
-    }
-  }
-  return out;
-}
+using internal::PercentEncode;
 
 std::string_view DefaultPath(ResourceKind kind) {
   switch (kind) {
@@ -233,7 +216,7 @@ class Informer::Run {
     while (true) {
       std::string first = "limit=" + std::to_string(opts_.page_size);
       if (!continue_token.empty()) {
-        first += "&continue=" + QueryEscape(continue_token);
+        first += "&continue=" + PercentEncode(continue_token);
       }
       StatusOr<HttpResult> reply = in_.client_.Get(Query(first));
       if (!reply.ok()) {
@@ -290,7 +273,7 @@ class Informer::Run {
     const auto timeout = static_cast<int64_t>(static_cast<double>(opts_.min_watch_timeout.count()) *
                                               (1.0 + unit(rng_)));
     const std::string query =
-        Query("watch=true&resourceVersion=" + QueryEscape(resource_version_) +
+        Query("watch=true&resourceVersion=" + PercentEncode(resource_version_) +
               "&allowWatchBookmarks=true&timeoutSeconds=" + std::to_string(timeout));
     {
       std::lock_guard<std::mutex> lock(in_.mu_);

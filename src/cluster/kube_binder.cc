@@ -16,7 +16,7 @@ using ordered_json = nlohmann::ordered_json;
 
 using internal::CodeForHttpStatus;
 using internal::DescribeReply;
-using internal::EscapePathSegment;
+using internal::PercentEncode;
 
 std::string StringAt(const nlohmann::json& obj, const char* a, const char* b) {
   if (!obj.is_object()) return std::string();
@@ -53,8 +53,8 @@ Status KubeBinder::Bind(const BindRequest& request) {
   if (request.pod_namespace.empty() || request.pod_name.empty() || request.node.empty()) {
     return InvalidArgumentError("bind: pod namespace, pod name and node must all be set");
   }
-  const std::string pod_path = "/api/v1/namespaces/" + EscapePathSegment(request.pod_namespace) +
-                               "/pods/" + EscapePathSegment(request.pod_name);
+  const std::string pod_path = "/api/v1/namespaces/" + PercentEncode(request.pod_namespace) +
+                               "/pods/" + PercentEncode(request.pod_name);
   std::string body;
   try {
     body = BindingBody(request);

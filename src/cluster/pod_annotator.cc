@@ -14,7 +14,7 @@ namespace {
 
 using internal::CodeForHttpStatus;
 using internal::DescribeReply;
-using internal::EscapePathSegment;
+using internal::PercentEncode;
 
 // Insertion-ordered: uid, resourceVersion, annotations, in the order given,
 // so the body is predictable in logs and tests.
@@ -50,8 +50,8 @@ StatusOr<std::string> KubePodAnnotator::Annotate(const AnnotationPatch& patch) {
   if (patch.pod_namespace.empty() || patch.pod_name.empty() || patch.pod_uid.empty()) {
     return InvalidArgumentError("annotate: pod namespace, pod name and pod uid must all be set");
   }
-  const std::string path = "/api/v1/namespaces/" + EscapePathSegment(patch.pod_namespace) +
-                           "/pods/" + EscapePathSegment(patch.pod_name);
+  const std::string path = "/api/v1/namespaces/" + PercentEncode(patch.pod_namespace) +
+                           "/pods/" + PercentEncode(patch.pod_name);
   std::string body;
   try {
     body = PatchBody(patch);
