@@ -37,6 +37,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "gen/payload_gen.h"
 #include "schedext/cluster/cache.h"
@@ -279,6 +280,7 @@ int Run(const Options& o) {
 }  // namespace schedext::bench
 
 int main(int argc, char** argv) {
+  spdlog::set_level(spdlog::level::warn);  // the cache logs each LIST at info
   schedext::bench::Options options;
   if (!schedext::bench::ParseArgs(argc, argv, options)) {
     std::fprintf(stderr,

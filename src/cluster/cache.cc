@@ -563,6 +563,29 @@ ClusterCache::~ClusterCache() = default;
 
 std::shared_ptr<const Snapshot> ClusterCache::snapshot() const { return current_.load(); }
 
+void ClusterCache::Release(std::shared_ptr<const Snapshot>& snapshot) const {
+  if (snapshot == nullptr) {
+    return;
+  }
+  // use_count() is exact enough here: a superseded snapshot can gain no new
+  // owner, so 1 means this is the last one. Anything else is an ordinary
+  // reference drop.
+  if (snapshot.use_count() == 1 && snapshot != current_.load()) {
+    std::lock_guard<std::mutex> lock(released_mu_);
+    released_.push_back(std::move(snapshot));
+  }
+  snapshot.reset();
+}
+
+void ClusterCache::DrainReleased() const {
+  std::vector<std::shared_ptr<const Snapshot>> drained;
+  {
+    std::lock_guard<std::mutex> lock(released_mu_);
+    drained.swap(released_);
+  }
+  // `drained` frees them here, outside every lock.
+}
+
 CacheStats ClusterCache::Stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   CacheStats stats;
@@ -599,6 +622,7 @@ void ClusterCache::PublishLocked() {
 }
 
 void ClusterCache::OnReplace(ResourceKind kind, std::vector<InformerObject> objects) {
+  DrainReleased();
   std::lock_guard<std::mutex> lock(mu_);
   BeginUpdateLocked();
   switch (kind) {
@@ -620,6 +644,7 @@ void ClusterCache::OnReplace(ResourceKind kind, std::vector<InformerObject> obje
 }
 
 void ClusterCache::OnUpsert(ResourceKind kind, InformerObject object) {
+  DrainReleased();
   std::lock_guard<std::mutex> lock(mu_);
   BeginUpdateLocked();
   switch (kind) {
@@ -643,6 +668,7 @@ void ClusterCache::OnUpsert(ResourceKind kind, InformerObject object) {
 }
 
 void ClusterCache::OnDelete(ResourceKind kind, InformerObject object) {
+  DrainReleased();
   std::lock_guard<std::mutex> lock(mu_);
   BeginUpdateLocked();
   switch (kind) {
@@ -787,6 +813,7 @@ Status ClusterCache::Forget(std::string_view uid) {
 }
 
 size_t ClusterCache::ExpireAssumed() {
+  DrainReleased();
   std::lock_guard<std::mutex> lock(mu_);
   index_->copied = 0;
   const size_t expired = index_->Expire(Now());

@@ -109,6 +109,11 @@ int ExtenderService::Handle(Verb verb, size_t profile_index, const wire::Request
       http_status = Bind(profile, body, scratch, out, summary);
       break;
   }
+  if (cache_ != nullptr) {
+    // The reply is encoded: nothing points into the snapshot any more, and an
+    // idle worker must not pin an old version of the cluster.
+    cache_->Release(scratch.snapshot);
+  }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   Outcome outcome = Outcome::kOk;

@@ -535,5 +535,45 @@ TEST(CacheTest, ConcurrentEventsResolvesAndReservationsNeverDoubleBook) {
   EXPECT_GT(resolved.load(), 0);
 }
 
+// A request's superseded snapshot is freed by the next update, not by the
+// request thread that lets it go.
+TEST(CacheTest, ReleasedSnapshotsAreFreedByTheNextUpdate) {
+  Fixture f;
+  f.Sync({Node("n1")}, {Pod("a", "n1", {{"cpu", 100}})});
+  std::shared_ptr<const Snapshot> held = f.cache.snapshot();
+  const std::weak_ptr<const Snapshot> watched = held;
+
+  // Still current: releasing it is an ordinary reference drop.
+  f.cache.Release(held);
+  EXPECT_EQ(held, nullptr);
+  EXPECT_FALSE(watched.expired());
+
+  held = f.cache.snapshot();
+  f.cache.OnUpsert(ResourceKind::kPods, Pod("a", "n1", {{"cpu", 200}}));  // supersedes it
+  f.cache.Release(held);
+  EXPECT_EQ(held, nullptr);
+  EXPECT_FALSE(watched.expired());  // parked, not freed on this thread
+  f.cache.OnUpsert(ResourceKind::kPods, Pod("b", "n1", {{"cpu", 100}}));
+  EXPECT_TRUE(watched.expired());
+
+  // Without events, ExpireAssumed (called every second by main) frees them.
+  held = f.cache.snapshot();
+  const std::weak_ptr<const Snapshot> second = held;
+  f.cache.OnDelete(ResourceKind::kPods, Pod("b", "n1", {{"cpu", 100}}));
+  f.cache.Release(held);
+  EXPECT_FALSE(second.expired());
+  f.cache.ExpireAssumed();
+  EXPECT_TRUE(second.expired());
+
+  // A snapshot someone else still holds is only dropped by this owner.
+  held = f.cache.snapshot();
+  std::shared_ptr<const Snapshot> other = held;
+  f.cache.OnUpsert(ResourceKind::kPods, Pod("c", "n1", {{"cpu", 100}}));
+  f.cache.Release(held);
+  f.cache.ExpireAssumed();
+  EXPECT_EQ(other->pod_count(), 1u);  // a, still readable
+}
+
 }  // namespace
+
 }  // namespace schedext::cluster

@@ -41,7 +41,7 @@ struct Scratch {
   std::vector<uint32_t> node_index;
   std::vector<const model::NodeInfo*> resolved;  // per request node; nullptr = unknown
   // The cluster snapshot of this request, loaded once; the pointers above may
-  // point into it.
+  // point into it. Given back (ClusterCache::Release) when the request ends.
   std::shared_ptr<const cluster::Snapshot> snapshot;
   policy::RequestState state;
   pipeline::FilterOutcome filter;
