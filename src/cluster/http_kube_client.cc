@@ -768,6 +768,11 @@ StatusOr<std::unique_ptr<KubeClient>> NewHttpKubeClient(const ClientConfig& conf
       }
       tls->store.reset(X509_STORE_new());
       for (const X509Ptr& ca : cas) {
+        // OpenSSL fills a certificate's extension cache (key identifiers,
+        // ...) lazily on first use; the store is shared by every connection,
+        // so fill it now, before concurrent handshakes race on it
+        // (ThreadSanitizer: ASN1_STRING_set vs ASN1_STRING_cmp).
+        X509_check_purpose(ca.get(), -1, 0);
         if (tls->store == nullptr || X509_STORE_add_cert(tls->store.get(), ca.get()) != 1) {
           ERR_clear_error();
           return InternalError("CA: cannot add a certificate to the trust store");
