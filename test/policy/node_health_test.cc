@@ -68,6 +68,26 @@ TEST(NodeHealthTest, RejectsCordonedNotReadyAndPressuredNodes) {
        Verdict::Unresolvable(kNotReady)},
       {"Ready Unknown", "{}", any_pod, [](NodeBuilder& n) { n.Condition("Ready", "Unknown"); },
        Verdict::Unresolvable(kNotReady)},
+      {"a type reported twice counts as its first report", "{}", any_pod,
+       [](NodeBuilder& n) {
+         n.Condition("Ready", "False").Condition("Ready", "True");
+       },
+       Verdict::Unresolvable(kNotReady)},
+      {"a pressure reported twice counts as its first report", "{}", any_pod,
+       [](NodeBuilder& n) {
+         n.Ready().Condition("DiskPressure", "False").Condition("DiskPressure", "True");
+       },
+       Verdict::Success()},
+      {"types match exactly (case and length)", "{}", any_pod,
+       [](NodeBuilder& n) {
+         n.Condition("ready", "True")
+             .Condition("Ready ", "True")
+             .Condition("DiskPressurE", "True")
+             .Condition("Readyy", "True");
+       },
+       Verdict::Unresolvable(kNotReady)},
+      {"status must be exactly True", "{}", any_pod,
+       [](NodeBuilder& n) { n.Condition("Ready", "true"); }, Verdict::Unresolvable(kNotReady)},
       {"memory pressure", "{}", any_pod,
        [](NodeBuilder& n) { n.Ready().Condition("MemoryPressure", "True"); },
        Verdict::Unresolvable(kMemoryPressure)},
