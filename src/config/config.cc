@@ -815,18 +815,17 @@ StatusOr<Config> Loader::Load(const YAML::Node& root) {
     }
     config.default_profile = std::move(name);
   }
-  if (config.cluster.mode == "disabled" && config.UsesPolicy(kGpuSharePolicy)) {
-    // GpuShare counts GPU memory from the cluster's pods and must annotate
-    // the pods it binds: without the cluster it could only guess.
-    std::string user;
-    for (size_t p = 0; p < config.profiles.size() && user.empty(); ++p) {
-      for (size_t q = 0; q < config.profiles[p].policies.size(); ++q) {
-        if (config.profiles[p].policies[q].name == kGpuSharePolicy) {
-          user = Index(Join(Index("profiles", p), "policies"), q);
-          break;
-        }
+  // GpuShare counts GPU memory from the cluster's pods and must annotate the
+  // pods it binds: without the cluster it could only guess.
+  std::string user;  // the first GpuShare policy's path
+  for (size_t p = 0; p < config.profiles.size() && user.empty(); ++p) {
+    for (size_t q = 0; q < config.profiles[p].policies.size() && user.empty(); ++q) {
+      if (config.profiles[p].policies[q].name == kGpuSharePolicy) {
+        user = Index(Join(Index("profiles", p), "policies"), q);
       }
     }
+  }
+  if (config.cluster.mode == "disabled" && !user.empty()) {
     YAML::Mark mark = YAML::Mark::null_mark();
     if (const Field* cluster = fields.Find("cluster")) {
       const YAML::Node mode = cluster->value["mode"];

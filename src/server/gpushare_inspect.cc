@@ -79,8 +79,9 @@ OrderedJson DeviceJson(int index, const NodeEntry& entry, const model::GpuUsage*
   return device;
 }
 
-OrderedJson NodeJson(NodeEntry& entry, const cluster::Snapshot& snapshot) {
-  const model::NodeUsage* usage = snapshot.FindUsage(entry.node->name);
+OrderedJson NodeJson(NodeEntry& entry) {
+  // The cache's nodes carry their usage (null only without a cluster cache).
+  const model::NodeUsage* usage = entry.node->usage;
   const model::GpuUsage* gpu = usage != nullptr ? &usage->gpu : nullptr;
   int devices = entry.shape.count;
   if (gpu != nullptr) {
@@ -168,13 +169,13 @@ int GpuShareInspect(const cluster::ClusterCache& cache,
   });
 
   if (!node.empty()) {
-    body = NodeJson(nodes.begin()->second, *snapshot).dump(-1, ' ', false, kReplace);
+    body = NodeJson(nodes.begin()->second).dump(-1, ' ', false, kReplace);
   } else {
     OrderedJson reply;
     reply["unit"] = convention.unit;
     OrderedJson list = OrderedJson::array();
     for (auto& [name, entry] : nodes) {
-      list.push_back(NodeJson(entry, *snapshot));
+      list.push_back(NodeJson(entry));
     }
     reply["nodes"] = std::move(list);
     body = reply.dump(-1, ' ', false, kReplace);

@@ -174,8 +174,7 @@ void AppendGpuShareMetrics(const cluster::ClusterCache& cache,
     if (!shape.has_gpus()) {
       return;
     }
-    const model::NodeUsage* usage = snapshot->FindUsage(node.name);
-    const model::GpuUsage* gpu = usage != nullptr ? &usage->gpu : nullptr;
+    const model::GpuUsage* gpu = node.usage != nullptr ? &node.usage->gpu : nullptr;
     for (int i = 0; i < shape.count; ++i) {
       const int64_t on_device = gpu != nullptr ? gpu->UsedOn(i) : 0;
       const bool sick = gpu != nullptr && gpu->Unhealthy(i);

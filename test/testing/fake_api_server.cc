@@ -568,6 +568,24 @@ struct FakeApiServer::Impl {
   void HandleBind(const std::string& ns, const std::string& name, const httplib::Request& req,
                   httplib::Response& res);
   bool TakeScripted(const httplib::Request& req, Scripted& out);
+  // Answers with the next queued scripted reply for `req`; false when none.
+  bool ReplyScripted(const httplib::Request& req, httplib::Response& res) {
+    Scripted answer;
+    if (!TakeScripted(req, answer)) {
+      return false;
+    }
+    Reply(res, answer.status, answer.body);
+    return true;
+  }
+  // Answers 401 (and records it) when `req` lacks the expected token.
+  bool RefuseUnauthorized(const httplib::Request& req, httplib::Response& res) {
+    if (Authorized(req)) {
+      return false;
+    }
+    Reply(res, 401, StatusJson(401, "Unauthorized", "Unauthorized"));
+    Record(req, 401);
+    return true;
+  }
   // Sends `bytes` to every matching watch. Caller holds mu.
   void BroadcastLocked(FakeResource r, const std::string& type, const json& object);
   std::string ApplyLocked(FakeResource r, json obj);
@@ -720,15 +738,11 @@ void FakeApiServer::Impl::Configure() {
 }
 
 void FakeApiServer::Impl::HandleGet(const httplib::Request& req, httplib::Response& res) {
-  if (!Authorized(req)) {
-    Reply(res, 401, StatusJson(401, "Unauthorized", "Unauthorized"));
-    Record(req, 401);
+  if (RefuseUnauthorized(req, res)) {
     return;
   }
-  Scripted s;
-  if (TakeScripted(req, s)) {
-    Reply(res, s.status, s.body);
-    Record(req, s.status);
+  if (ReplyScripted(req, res)) {
+    Record(req, res.status);
     return;
   }
   const std::string& path = req.path;
@@ -952,9 +966,7 @@ void FakeApiServer::Impl::HandleWatch(FakeResource r, const std::string& ns,
 }
 
 void FakeApiServer::Impl::HandlePost(const httplib::Request& req, httplib::Response& res) {
-  if (!Authorized(req)) {
-    Reply(res, 401, StatusJson(401, "Unauthorized", "Unauthorized"));
-    Record(req, 401);
+  if (RefuseUnauthorized(req, res)) {
     return;
   }
   static const std::string kPrefix = "/api/v1/namespaces/";
@@ -975,10 +987,7 @@ void FakeApiServer::Impl::HandlePost(const httplib::Request& req, httplib::Respo
       }
     }
   }
-  Scripted s;
-  if (TakeScripted(req, s)) {
-    Reply(res, s.status, s.body);
-  } else {
+  if (!ReplyScripted(req, res)) {
     Reply(res, 404,
           StatusJson(404, "NotFound", "the server could not find the requested resource"));
   }
@@ -986,15 +995,11 @@ void FakeApiServer::Impl::HandlePost(const httplib::Request& req, httplib::Respo
 }
 
 void FakeApiServer::Impl::HandlePatch(const httplib::Request& req, httplib::Response& res) {
-  if (!Authorized(req)) {
-    Reply(res, 401, StatusJson(401, "Unauthorized", "Unauthorized"));
-    Record(req, 401);
+  if (RefuseUnauthorized(req, res)) {
     return;
   }
-  Scripted s;
-  if (TakeScripted(req, s)) {
-    Reply(res, s.status, s.body);
-    Record(req, s.status);
+  if (ReplyScripted(req, res)) {
+    Record(req, res.status);
     return;
   }
   // /api/v1/namespaces/{ns}/pods/{name}
@@ -1100,10 +1105,8 @@ void FakeApiServer::Impl::HandleBind(const std::string& ns, const std::string& n
       bindings.push_back({ns, name, req.body, status});
     }
   };
-  Scripted s;
-  if (TakeScripted(req, s)) {
-    Reply(res, s.status, s.body);
-    record(s.status);
+  if (ReplyScripted(req, res)) {
+    record(res.status);
     return;
   }
   {
