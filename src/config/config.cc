@@ -76,10 +76,10 @@ constexpr std::array<std::string_view, 9> kClusterFields = {
     "burst",          "timeoutSeconds", "assumeTtlSeconds", "pageSize",
     "readyDuringRelist"};
 constexpr std::array<std::string_view, 3> kClusterModes = {"auto", "required", "disabled"};
-constexpr std::array<std::string_view, 9> kServerFields = {
+constexpr std::array<std::string_view, 10> kServerFields = {
     "listen",           "threads",           "maxBodyBytes",        "keepAliveTimeoutSeconds",
     "keepAliveMaxCount", "readTimeoutSeconds", "writeTimeoutSeconds", "shutdownGraceSeconds",
-    "keepBufferBytes"};
+    "keepBufferBytes",  "keepLargeBuffers"};
 constexpr std::array<std::string_view, 2> kLogFields = {"level", "format"};
 constexpr std::array<std::string_view, 2> kProfileFields = {"name", "policies"};
 constexpr std::array<std::string_view, 3> kPolicyFields = {"name", "weight", "args"};
@@ -519,6 +519,8 @@ Status Loader::ReadServer(const Field& f, ServerConfig& server) const {
                                        server.shutdown_grace_seconds));
   SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "keepBufferBytes", kPath, 0, kMaxInt64,
                                        "a non-negative integer", server.keep_buffer_bytes));
+  SCHEDEXT_RETURN_IF_ERROR(
+      ReadBoolInto(fields, "keepLargeBuffers", kPath, server.keep_large_buffers));
   return OkStatus();
 }
 

@@ -12,9 +12,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
@@ -23,11 +25,6 @@
 
 namespace schedext::server {
 namespace {
-
-// A reply buffer that grew past this is handed to the response and released
-// with it, so a pool of idle workers does not sit on hundreds of MB. (The
-// request buffer and parser follow server.keepBufferBytes.)
-constexpr size_t kKeepReplyBytes = size_t{16} << 20;
 
 struct VerbPath {
   std::string_view profile;  // "" for the default profile
@@ -69,10 +66,75 @@ std::optional<VerbPath> ParseVerbPath(std::string_view path) {
 // connection is served by one worker thread from request to reply.
 struct Worker {
   wire::RequestBuffer body;
-  Scratch scratch;
+  std::unique_ptr<Scratch> scratch = std::make_unique<Scratch>();  // swapped, never null
   std::string out;
 };
 thread_local Worker t_worker;
+
+// The buffers of the largest recent request, kept for the next large one
+// (server.keepLargeBuffers).
+//
+// A 5,000-node full-mode filter needs ~150 MB of body, parser and reply.
+// Allocated afresh for every request, a third of its latency went on page
+// faults and unmapping; kept per worker, that memory would be multiplied by
+// every worker that ever served one. kube-scheduler sends one request at a
+// time, so one set shared by all workers is enough: a worker borrows it when a
+// large body arrives and gives it back after the reply. The lock is taken at
+// those request boundaries only, and nothing is freed while it is held.
+class SpareBuffers {
+ public:
+  SpareBuffers(bool enabled, size_t keep_bytes) : enabled_(enabled), keep_bytes_(keep_bytes) {}
+
+  // Before a body of `length` bytes is read into `w`: gives `w` the spare body
+  // buffer, scratch (parser) and reply when its own body buffer is too small
+  // and the spare one is larger. The spare slot takes `w`'s smaller ones.
+  void Lend(Worker& w, size_t length) {
+    if (!enabled_ || length <= keep_bytes_ || length + wire::kJsonPadding <= w.body.capacity()) {
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (body_.capacity() > w.body.capacity()) {
+      std::swap(body_, w.body);
+      std::swap(scratch_, w.scratch);
+    }
+    if (reply_.capacity() > w.out.capacity()) {
+      reply_.swap(w.out);
+    }
+  }
+  // After the reply is built: keeps `w`'s body buffer and scratch when they
+  // are larger than the spare ones; the caller then frees what `w` holds over
+  // keepBufferBytes, outside the lock.
+  void ReturnInput(Worker& w) {
+    if (!enabled_ || w.body.capacity() <= keep_bytes_) {
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (w.body.capacity() > body_.capacity()) {
+      std::swap(body_, w.body);
+      std::swap(scratch_, w.scratch);
+    }
+  }
+  // Once a reply has been written: keeps its string when it is larger than
+  // the spare one; `reply` is left with the smaller one, which its owner frees.
+  void ReturnReply(std::string& reply) {
+    if (!enabled_ || reply.capacity() <= keep_bytes_) {
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (reply.capacity() > reply_.capacity()) {
+      reply_.swap(reply);
+      reply_.clear();
+    }
+  }
+
+ private:
+  const bool enabled_;
+  const size_t keep_bytes_;
+  std::mutex mu_;
+  wire::RequestBuffer body_;                                          // guarded by mu_
+  std::unique_ptr<Scratch> scratch_ = std::make_unique<Scratch>();  // guarded by mu_
+  std::string reply_;                                                 // guarded by mu_
+};
 
 std::optional<Verb> ParseVerb(std::string_view s) {
   if (s == "filter") return Verb::kFilter;
@@ -231,7 +293,10 @@ thread_local bool t_in_request = false;
 
 struct HttpServer::Impl {
   Impl(const ExtenderService& s, Metrics* m, HttpServerOptions o)
-      : service(s), metrics(m), options(std::move(o)) {}
+      : service(s),
+        metrics(m),
+        options(std::move(o)),
+        spare(options.server.keep_large_buffers, options.server.keep_buffer_bytes) {}
 
   void Configure();
   bool IsGetRoute(const std::string& path) const {
@@ -251,10 +316,13 @@ struct HttpServer::Impl {
   // 0 when read, else the status to answer (413, or 400 for a broken body).
   int ReadBody(const httplib::ContentReader& reader, const httplib::Response& res,
                wire::RequestBuffer* into) const;
+  // After a request: gives buffers over keepBufferBytes to `spare`, or frees them.
+  void ReleaseBuffers(Worker& w);
 
   const ExtenderService& service;
   Metrics* metrics;
   HttpServerOptions options;
+  SpareBuffers spare;
   httplib::Server server;
   int port = 0;
   // Worker threads with a request between headers and written reply.
@@ -295,7 +363,11 @@ void HttpServer::Impl::Configure() {
 
   // Refuses here only requests without a body to read; the others are refused
   // by HandleVerb / HandleUnrouted once their body has been read.
-  server.set_logger([this](const httplib::Request&, const httplib::Response&) {
+  server.set_logger([this](const httplib::Request&, const httplib::Response& res) {
+    // The reply has been written. A large one handed its string to the library
+    // (HandleVerb); the library's own non-const Response is passed here by
+    // const reference, so taking the string back is well-defined.
+    spare.ReturnReply(const_cast<httplib::Response&>(res).body);
     if (t_in_request) {
       t_in_request = false;
       requests_in_flight.fetch_sub(1);
@@ -421,10 +493,6 @@ void HttpServer::Impl::Configure() {
 void HttpServer::Impl::HandleVerb(const httplib::Request& req, httplib::Response& res,
                                   const httplib::ContentReader& reader) {
   Worker& w = t_worker;
-  if (w.out.capacity() > kKeepReplyBytes) {
-    // The previous reply has been sent by now; release its memory.
-    std::string().swap(w.out);
-  }
   const std::optional<VerbPath> path = ParseVerbPath(req.path);
   if (!path) {
     HandleUnrouted(req, res, reader);  // 405 for the GET routes, else 404
@@ -453,32 +521,46 @@ void HttpServer::Impl::HandleVerb(const httplib::Request& req, httplib::Response
     return;
   }
 
-  w.body.Clear();
+  size_t length = 0;  // from Content-Length; 0 for a chunked body
   if (req.has_header("Content-Length")) {
-    const std::string length = req.get_header_value("Content-Length");
-    size_t n = 0;
-    auto [end, ec] = std::from_chars(length.data(), length.data() + length.size(), n);
-    if (ec == std::errc() && n <= options.server.max_body_bytes) {
-      w.body.Reserve(n);
+    const std::string text = req.get_header_value("Content-Length");
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), length);
+    if (ec != std::errc() || length > options.server.max_body_bytes) {
+      length = 0;
     }
   }
+  spare.Lend(w, length);
+  w.body.Clear();  // after Lend: a lent buffer still holds the body it last served
+  w.body.Reserve(length);
   if (const int status = ReadBody(reader, res, &w.body); status != 0) {
     res.status = status;  // the error handler writes the message
+    ReleaseBuffers(w);
     return;
   }
 
   RequestSummary summary;
-  res.status = service.Handle(*verb, static_cast<size_t>(profile), w.body, w.scratch, w.out,
+  res.status = service.Handle(*verb, static_cast<size_t>(profile), w.body, *w.scratch, w.out,
                               summary);
   w.out.push_back('\n');
-  if (w.out.capacity() > kKeepReplyBytes) {
-    res.body.swap(w.out);  // would be released anyway: hand it over without a copy
+  if (w.out.capacity() > options.server.keep_buffer_bytes) {
+    // Handed over without a copy; the logger gives it to `spare` once written.
+    res.body.swap(w.out);
     res.set_header("Content-Type", "application/json");
   } else {
     res.set_content(w.out, "application/json");
   }
-  w.body.ShrinkTo(options.server.keep_buffer_bytes);
-  w.scratch.decoder.ShrinkTo(options.server.keep_buffer_bytes);
+  ReleaseBuffers(w);
+}
+
+void HttpServer::Impl::ReleaseBuffers(Worker& w) {
+  const size_t keep = options.server.keep_buffer_bytes;
+  spare.ReturnInput(w);
+  w.body.ShrinkTo(keep);
+  w.scratch->decoder.ShrinkTo(keep);
+  spare.ReturnReply(w.out);
+  if (w.out.capacity() > keep) {
+    std::string().swap(w.out);
+  }
 }
 
 void HttpServer::Impl::HandleUnrouted(const httplib::Request& req, httplib::Response& res,

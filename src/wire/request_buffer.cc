@@ -33,7 +33,9 @@ void RequestBuffer::Reserve(size_t bytes) {
   }
   data_ = Reallocate(data_.get(), size_, needed);
   capacity_ = needed;
-  std::memset(data_.get() + size_, 0, capacity_ - size_);
+  // Only the padding: zeroing the whole reservation would fault in every page
+  // of a 59 MB body before the first byte arrives, and Append writes them anyway.
+  std::memset(data_.get() + size_, 0, kJsonPadding);
 }
 
 void RequestBuffer::Append(const char* data, size_t length) {

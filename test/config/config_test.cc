@@ -75,6 +75,7 @@ server:
   writeTimeoutSeconds: 12
   shutdownGraceSeconds: 0
   keepBufferBytes: 268435456
+  keepLargeBuffers: false
 log:
   level: debug
   format: json
@@ -106,6 +107,7 @@ profiles:
   EXPECT_EQ(c.server.write_timeout_seconds, 12);
   EXPECT_EQ(c.server.shutdown_grace_seconds, 0);
   EXPECT_EQ(c.server.keep_buffer_bytes, size_t{268435456});
+  EXPECT_FALSE(c.server.keep_large_buffers);
   EXPECT_EQ(c.log.level, "debug");
   EXPECT_EQ(c.log.format, "json");
   EXPECT_EQ(c.default_profile, "gpu");
@@ -140,6 +142,7 @@ TEST(ConfigTest, AppliesDefaults) {
   EXPECT_EQ(got->server.write_timeout_seconds, 5);
   EXPECT_EQ(got->server.shutdown_grace_seconds, 25);
   EXPECT_EQ(got->server.keep_buffer_bytes, size_t{16} << 20);
+  EXPECT_TRUE(got->server.keep_large_buffers);
   EXPECT_EQ(got->log.level, "info");
   EXPECT_EQ(got->log.format, "text");
   EXPECT_EQ(got->default_profile, "default");  // the first profile
@@ -167,7 +170,7 @@ TEST(ConfigTest, RejectsUnknownFields) {
       {"server", "server:\n  listen: \":80\"\n  listn: x\n" + p,
        "config.yaml:3:3: server.listn: unknown field (known: listen, threads, maxBodyBytes, "
        "keepAliveTimeoutSeconds, keepAliveMaxCount, readTimeoutSeconds, writeTimeoutSeconds, "
-       "shutdownGraceSeconds, keepBufferBytes)"},
+       "shutdownGraceSeconds, keepBufferBytes, keepLargeBuffers)"},
       {"log", "log:\n  Level: info\n" + p,
        "config.yaml:2:3: log.Level: unknown field (known: level, format)"},
       {"profile", "profiles:\n  - name: a\n    policy: []\n",

@@ -677,5 +677,98 @@ TEST_F(HttpServerTest, SecondServerOnTheSamePortFailsToBind) {
   }
 }
 
+// server.keepLargeBuffers: with keepBufferBytes far below the fixtures' size,
+// every request borrows the one spare set of buffers and gives it back. Bodies
+// of different sizes on different connections (so different workers), chunked
+// bodies, refused bodies and concurrent requests must each get exactly the
+// reply of a server that frees everything, never bytes of an earlier body.
+TEST(HttpServerSpareBuffersTest, RequestsGetExactRepliesWhicheverBuffersTheyBorrow) {
+  QuietLog quiet;
+  const std::string filter3 = Fixture("nodecache-false", "filter-3");
+  const std::string prioritize4 = Fixture("nodecache-false", "prioritize-4");
+  ASSERT_FALSE(filter3.empty());
+  ASSERT_FALSE(prioritize4.empty());
+  // Trailing whitespace makes a larger body with the same document.
+  const std::string filter3_padded = filter3 + std::string(60000, ' ');
+  struct Call {
+    std::string target;
+    std::string request;
+    std::string want;
+  };
+  std::vector<Call> calls = {
+      {"/filter", BuildRequest("POST", "/filter", filter3_padded), ""},
+      {"/filter", BuildRequest("POST", "/filter", filter3), ""},
+      {"/labels/prioritize", BuildRequest("POST", "/labels/prioritize", prioritize4), ""},
+      {"/filter", BuildRequest("POST", "/filter", ChunkedBody(filter3, 4096),
+                               {{"Transfer-Encoding", "chunked"}}),
+       ""},
+      {"/prioritize", BuildRequest("POST", "/prioritize", prioritize4 + "\n\n"), ""},
+  };
+  {
+    TestServer reference([](HttpServerOptions& o) {
+      o.server.keep_buffer_bytes = 0;
+      o.server.keep_large_buffers = false;
+    });
+    ASSERT_TRUE(reference.init().ok()) << reference.init().ToString();
+    for (Call& call : calls) {
+      const HttpReply reply = Exchange(reference.port(), call.request);
+      ASSERT_EQ(reply.status, 200) << call.target << ": " << reply.body;
+      call.want = reply.body;
+    }
+  }
+  ASSERT_EQ(ItemNames(ParseJson(calls[0].want)["Nodes"]).size(), 5u);
+  ASSERT_EQ(calls[0].want, calls[1].want);
+
+  TestServer server([](HttpServerOptions& o) {
+    o.server.keep_buffer_bytes = 512;
+    o.server.keep_large_buffers = true;
+  });
+  ASSERT_TRUE(server.init().ok()) << server.init().ToString();
+  // Largest body first, then smaller ones that borrow its buffers, each on a
+  // new connection; twice round, with a broken body in between.
+  for (int round = 0; round < 2; ++round) {
+    for (const Call& call : calls) {
+      const HttpReply reply = Exchange(server.port(), call.request);
+      EXPECT_EQ(reply.status, 200) << call.target;
+      EXPECT_EQ(reply.body, call.want) << call.target << " round " << round;
+    }
+    const HttpReply broken =
+        Exchange(server.port(), BuildRequest("POST", "/filter", filter3.substr(0, 9000)));
+    EXPECT_EQ(broken.status, 400) << broken.body;
+  }
+
+  constexpr int kThreads = 4;
+  constexpr int kRequests = 40;
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      RawConnection c;
+      if (!c.Connect(server.port())) {
+        failures[static_cast<size_t>(t)] = "connect: " + c.error();
+        return;
+      }
+      for (int i = 0; i < kRequests; ++i) {
+        const Call& call = calls[static_cast<size_t>(t + i) % calls.size()];
+        HttpReply reply;
+        if (!c.Send(call.request) || !c.ReadReply(reply)) {
+          failures[static_cast<size_t>(t)] = call.target + ": " + c.error();
+          return;
+        }
+        if (reply.status != 200 || reply.body != call.want) {
+          failures[static_cast<size_t>(t)] =
+              call.target + ": status " + std::to_string(reply.status) + " request " +
+              std::to_string(i) + " body " + reply.body.substr(0, 200);
+          return;
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(failures[static_cast<size_t>(t)], "") << "thread " << t;
+  }
+}
+
 }  // namespace
 }  // namespace schedext::server

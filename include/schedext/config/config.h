@@ -33,12 +33,17 @@ struct ServerConfig {
   int write_timeout_seconds = 5;
   // Seconds to wait for in-flight requests on SIGTERM before exiting anyway.
   int shutdown_grace_seconds = 25;
-  // A worker keeps the request buffer and the JSON parser of its largest
-  // request between requests up to this size. Larger ones are released after
-  // each request: a full-node request at 5,000 nodes (59 MB) then pays ~20 % of
-  // its latency in page faults; keeping them (e.g. 268435456) saves that at the
-  // cost of that much resident memory per worker that served one.
+  // A worker keeps its request buffer, JSON parser and reply buffer between
+  // requests up to this size; larger ones go to the spare set below or are
+  // freed after each request.
   size_t keep_buffer_bytes = size_t{16} << 20;
+  // Requests larger than that borrow one spare set of buffers (request body,
+  // parser and scratch, reply) shared by all workers, and give it back after
+  // the reply instead of freeing it: the next large request finds its memory
+  // already mapped. Resident memory then stays at the peak of one large
+  // request (~150 MB for a 5,000-node full-mode filter) however many workers
+  // serve them; false frees everything over keepBufferBytes after each request.
+  bool keep_large_buffers = true;
 };
 
 struct LogConfig {
