@@ -744,7 +744,7 @@ bool FieldDecoder::DecodeNodeStatus(od::value& v, model::NodeInfo& node) {
     }
     if (KeyIs(key, "conditions")) {
       node.conditions.clear();
-      return ForEachElement(value, [&](size_t, od::value& element) {
+      const bool ok = ForEachElement(value, [&](size_t, od::value& element) {
         model::NodeCondition& condition = node.conditions.emplace_back();
         return ForEachField(element, [&](std::string_view condition_key, od::value& field) {
           if (KeyIs(condition_key, "type")) {
@@ -756,6 +756,8 @@ bool FieldDecoder::DecodeNodeStatus(od::value& v, model::NodeInfo& node) {
           return true;
         });
       });
+      node.UpdateConditionSummary();
+      return ok;
     }
     return true;
   });

@@ -76,6 +76,10 @@ TEST(OwnedTest, NodeCopyIsDeep) {
   EXPECT_EQ(n.taints[0].effect, TaintEffect::kNoSchedule);
   EXPECT_EQ(n.ConditionStatus("Ready"), "True");
   EXPECT_EQ(n.ConditionStatus("DiskPressure"), "False");
+  // Summarized by the informers' decoder, kept by the copy.
+  EXPECT_EQ(decoded.info.condition_summary,
+            (ConditionSummary{kConditionReady | kConditionDiskPressure, kConditionReady}));
+  EXPECT_EQ(n.condition_summary, decoded.info.condition_summary);
   EXPECT_EQ(n.capacity.milli_cpu, 8000);
   EXPECT_EQ(n.allocatable.milli_cpu, 7500);
   EXPECT_EQ(n.allocatable.Get("nvidia.com/gpu"), 4);

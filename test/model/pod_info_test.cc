@@ -345,6 +345,23 @@ TEST(NodeInfoTest, ConditionStatusFindsTheType) {
   EXPECT_EQ(node.ConditionStatus("ready"), std::nullopt);
 }
 
+TEST(NodeInfoTest, SummarizeConditionsMatchesConditionStatus) {
+  EXPECT_EQ(SummarizeConditions({}), ConditionSummary{});
+  const std::vector<NodeCondition> conditions = {
+      {"MemoryPressure", "False"}, {"Ready", "True"},       {"Ready", "False"},
+      {"DiskPressure", "Unknown"}, {"PIDPressure", "true"}, {"NetworkUnavailable", "True"},
+      {"DiskPressure", "True"},    {"Other", "True"}};
+  EXPECT_EQ(SummarizeConditions(conditions),
+            (ConditionSummary{kConditionReady | kConditionMemoryPressure | kConditionDiskPressure |
+                                  kConditionPidPressure | kConditionNetworkUnavailable,
+                              kConditionReady | kConditionNetworkUnavailable}));
+  NodeInfo node;
+  node.conditions = {{"Ready", "Unknown"}, {"PIDPressure", "True"}};
+  node.UpdateConditionSummary();
+  EXPECT_EQ(node.condition_summary,
+            (ConditionSummary{kConditionReady | kConditionPidPressure, kConditionPidPressure}));
+}
+
 TEST(NodeInfoTest, ClearResetsEverythingAndKeepsCapacity) {
   NodeInfo node;
   node.name = "n1";
@@ -354,6 +371,7 @@ TEST(NodeInfoTest, ClearResetsEverythingAndKeepsCapacity) {
   node.taints.resize(3);
   node.unschedulable = true;
   node.conditions.resize(4);
+  node.condition_summary = {kConditionReady, kConditionReady};
   node.capacity.Set("cpu", 4000);
   node.allocatable.Set("example.com/gpu", 2);
   node.raw_json = "{}";
@@ -366,6 +384,7 @@ TEST(NodeInfoTest, ClearResetsEverythingAndKeepsCapacity) {
   EXPECT_TRUE(node.taints.empty());
   EXPECT_FALSE(node.unschedulable);
   EXPECT_TRUE(node.conditions.empty());
+  EXPECT_EQ(node.condition_summary, ConditionSummary{});
   EXPECT_EQ(node.capacity, ResourceList{});
   EXPECT_EQ(node.allocatable, ResourceList{});
   EXPECT_TRUE(node.raw_json.empty());

@@ -126,6 +126,7 @@ class NodeBuilder {
   }
   NodeBuilder& Condition(std::string_view type, std::string_view status) {
     node_.conditions.push_back({arena_->Intern(type), arena_->Intern(status)});
+    node_.UpdateConditionSummary();
     return *this;
   }
   // Condition("Ready", "True").

@@ -590,6 +590,51 @@ TEST_F(DecoderTest, DecodesSidecarInitContainersAndOverhead) {
   EXPECT_FALSE(args_.pod.containers[0].restartable);
 }
 
+TEST_F(DecoderTest, SummarizesNodeConditionsWhenDecoding) {
+  NodeJson healthy("healthy");
+  healthy.Condition("NetworkUnavailable", "False")
+      .Condition("MemoryPressure", "False")
+      .Condition("DiskPressure", "True")
+      .Condition("PIDPressure", "Unknown")
+      .Ready()
+      .Condition("CustomCheck", "True");
+  NodeJson repeated("repeated");
+  repeated.Condition("Ready", "False")
+      .Condition("Ready", "True")
+      .Condition("MemoryPressure", "True")
+      .Condition("MemoryPressure", "False");
+  NodeJson odd("odd");
+  odd.Condition("Ready", "true")
+      .Condition("DiskPressure", "TRUE")
+      .Condition("PIDPressure", "")
+      .Condition("ready", "True")
+      .Condition("NetworkUnavailable", "True ");
+  NodeJson none("none");
+  ASSERT_TRUE(Args(ExtenderArgsFullJson(PodJson("p").Build(), {healthy.Build(), repeated.Build(),
+                                                               odd.Build(), none.Build()}))
+                  .ok());
+  ASSERT_EQ(args_.nodes.size(), 4u);
+  using model::ConditionSummary;
+  constexpr uint8_t kAll = model::kConditionReady | model::kConditionMemoryPressure |
+                           model::kConditionDiskPressure | model::kConditionPidPressure |
+                           model::kConditionNetworkUnavailable;
+  EXPECT_EQ(args_.nodes[0].condition_summary,
+            (ConditionSummary{kAll, model::kConditionReady | model::kConditionDiskPressure}));
+  // The first report of a type wins, as in ConditionStatus.
+  EXPECT_EQ(args_.nodes[1].condition_summary,
+            (ConditionSummary{model::kConditionReady | model::kConditionMemoryPressure,
+                              model::kConditionMemoryPressure}));
+  // Only the exact "True" is true; type names match exactly.
+  EXPECT_EQ(args_.nodes[2].condition_summary,
+            (ConditionSummary{static_cast<uint8_t>(kAll & ~model::kConditionMemoryPressure), 0}));
+  EXPECT_EQ(args_.nodes[3].condition_summary, ConditionSummary{});
+
+  // A reused NodeInfo whose node now has no conditions keeps no stale bits.
+  ASSERT_TRUE(Args(ExtenderArgsFullJson(PodJson("p").Build(), {none.Build()})).ok());
+  ASSERT_EQ(args_.nodes.size(), 1u);
+  EXPECT_EQ(args_.nodes[0].condition_summary, ConditionSummary{});
+}
+
 TEST_F(DecoderTest, DecodesNodeFieldsAndRawJson) {
   NodeJson n1("n1");
   n1.Uid("u1")

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -20,6 +21,31 @@ struct NodeCondition {
   std::string_view type;    // Ready, MemoryPressure, ...
   std::string_view status;  // "True", "False", "Unknown"
 };
+
+// The node conditions policies check, one bit each, as NodeInfo carries them
+// in ConditionSummary.
+enum ConditionBit : uint8_t {
+  kConditionReady = 1U << 0,
+  kConditionMemoryPressure = 1U << 1,
+  kConditionDiskPressure = 1U << 2,
+  kConditionPidPressure = 1U << 3,
+  kConditionNetworkUnavailable = 1U << 4,
+};
+
+// Which of the ConditionBit conditions a node reports and which of those have
+// status "True" (exactly; "Unknown" or "true" are not). A type reported twice
+// counts as its first report, as NodeInfo::ConditionStatus does. Computed once
+// when the conditions are filled, so a per-node filter reads one word instead
+// of comparing condition strings that live elsewhere in memory.
+struct ConditionSummary {
+  uint8_t reported = 0;  // ConditionBit mask
+  uint8_t is_true = 0;   // ConditionBit mask, a subset of `reported`
+
+  bool operator==(const ConditionSummary&) const = default;
+};
+
+// The summary of `conditions` (see ConditionSummary).
+ConditionSummary SummarizeConditions(std::span<const NodeCondition> conditions);
 
 // Shared-GPU state of one node, as the cluster cache counts it when GPU sharing
 // is enabled (model/gpushare.h has the conventions and the arithmetic).
@@ -62,6 +88,9 @@ struct NodeInfo {
   StringMap annotations;
   std::vector<Taint> taints;
   bool unschedulable = false;  // spec.unschedulable
+  // SummarizeConditions(conditions): whoever fills `conditions` (the decoder,
+  // test builders) calls UpdateConditionSummary() afterwards; copies keep it.
+  ConditionSummary condition_summary;
   std::vector<NodeCondition> conditions;
   ResourceList capacity;
   ResourceList allocatable;
@@ -75,6 +104,8 @@ struct NodeInfo {
 
   // status of the condition `type`, or nullopt when the node does not report it.
   std::optional<std::string_view> ConditionStatus(std::string_view type) const;
+  // Sets condition_summary from `conditions`.
+  void UpdateConditionSummary() { condition_summary = SummarizeConditions(conditions); }
   // Resets every field, keeping vector capacity for reuse.
   void Clear();
 };

@@ -1,10 +1,12 @@
 #include "policy/builtin/node_health/node_health.h"
 
+#include <cassert>
 #include <cstdint>
 #include <optional>
 #include <string_view>
 
 #include "policy/args.h"
+#include "schedext/model/node_info.h"
 #include "schedext/model/selectors.h"
 
 namespace schedext::policy {
@@ -41,71 +43,30 @@ class NodeHealth final : public Policy, public FilterHook {
         !model::TolerationsTolerate(pod.tolerations, kUnschedulableTaint)) {
       return Verdict::Unresolvable("node(s) were unschedulable");
     }
-    const uint32_t is_true = TrueConditions(node);
-    if (options_.not_ready && (is_true & kReady) == 0) {
+    // One byte of the NodeInfo instead of the condition strings, which sit in
+    // other cache lines. Debug builds check that whoever filled the conditions
+    // also updated the summary.
+    assert(node.condition_summary == model::SummarizeConditions(node.conditions));
+    const uint32_t is_true = node.condition_summary.is_true;
+    if (options_.not_ready && (is_true & model::kConditionReady) == 0) {
       return Verdict::Unresolvable("node(s) were not ready");
     }
-    if (options_.memory_pressure && (is_true & kMemoryPressure) != 0) {
+    if (options_.memory_pressure && (is_true & model::kConditionMemoryPressure) != 0) {
       return Verdict::Unresolvable("node(s) had memory pressure");
     }
-    if (options_.disk_pressure && (is_true & kDiskPressure) != 0) {
+    if (options_.disk_pressure && (is_true & model::kConditionDiskPressure) != 0) {
       return Verdict::Unresolvable("node(s) had disk pressure");
     }
-    if (options_.pid_pressure && (is_true & kPidPressure) != 0) {
+    if (options_.pid_pressure && (is_true & model::kConditionPidPressure) != 0) {
       return Verdict::Unresolvable("node(s) had PID pressure");
     }
-    if (options_.network_unavailable && (is_true & kNetworkUnavailable) != 0) {
+    if (options_.network_unavailable && (is_true & model::kConditionNetworkUnavailable) != 0) {
       return Verdict::Unresolvable("node(s) had network unavailable");
     }
     return Verdict::Success();
   }
 
  private:
-  static constexpr uint32_t kReady = 1;
-  static constexpr uint32_t kMemoryPressure = 2;
-  static constexpr uint32_t kDiskPressure = 4;
-  static constexpr uint32_t kPidPressure = 8;
-  static constexpr uint32_t kNetworkUnavailable = 16;
-
-  // The conditions this filter reads, as a bit each.
-  static uint32_t ConditionBit(std::string_view type) {
-    // The five names differ in length, so the length picks the candidate:
-    // one comparison per condition instead of one per (condition, name) — the
-    // per-node loop spent most of its time in memcmp before.
-    switch (type.size()) {
-      case 5:
-        return type == "Ready" ? kReady : 0;
-      case 14:
-        return type == "MemoryPressure" ? kMemoryPressure : 0;
-      case 12:
-        return type == "DiskPressure" ? kDiskPressure : 0;
-      case 11:
-        return type == "PIDPressure" ? kPidPressure : 0;
-      case 18:
-        return type == "NetworkUnavailable" ? kNetworkUnavailable : 0;
-      default:
-        return 0;
-    }
-  }
-
-  // Bits of the conditions the node reports with status "True", in one pass;
-  // a type reported twice counts as its first report (as ConditionStatus).
-  static uint32_t TrueConditions(const model::NodeInfo& node) {
-    uint32_t seen = 0;
-    uint32_t is_true = 0;
-    for (const model::NodeCondition& condition : node.conditions) {
-      const uint32_t bit = ConditionBit(condition.type);
-      if (bit == 0 || (seen & bit) != 0) {
-        continue;
-      }
-      seen |= bit;
-      if (condition.status == "True") {
-        is_true |= bit;
-      }
-    }
-    return is_true;
-  }
-
   const NodeHealthOptions options_;
 };
 
