@@ -2,12 +2,15 @@
 #include "schedext/server/http_server.h"
 
 #include <dirent.h>
+#include <netdb.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
@@ -284,6 +287,102 @@ int ShutDownIdleConnections(int port) {
   return closed;
 }
 
+// The address a socket's peer has, as cpp-httplib formats Request::remote_addr.
+bool PeerOf(int fd, std::string& addr, int& port) {
+  sockaddr_storage peer{};
+  socklen_t len = sizeof(peer);
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) {
+    return false;
+  }
+  if (peer.ss_family == AF_INET) {
+    port = ntohs(reinterpret_cast<sockaddr_in*>(&peer)->sin_port);
+  } else if (peer.ss_family == AF_INET6) {
+    port = ntohs(reinterpret_cast<sockaddr_in6*>(&peer)->sin6_port);
+  } else {
+    return false;
+  }
+  char host[NI_MAXHOST] = {};
+  if (getnameinfo(reinterpret_cast<sockaddr*>(&peer), len, host, sizeof(host), nullptr, 0,
+                  NI_NUMERICHOST) != 0) {
+    return false;
+  }
+  addr = host;
+  return true;
+}
+
+bool IsConnectionSocket(int fd, int local_port, const std::string& remote_addr,
+                        int remote_port) {
+  std::string addr;
+  int port = 0;
+  return LocalPort(fd) == local_port && PeerOf(fd, addr, port) && port == remote_port &&
+         addr == remote_addr;
+}
+
+// The accepted socket of the connection this worker thread serves, or -1.
+//
+// cpp-httplib 0.11.4 gives handlers no access to it. It is the one socket
+// whose local port is the server's and whose peer is the request's: a TCP
+// connection's addresses are unique while it is open, and only this thread
+// closes it. The last one found is remembered, so a keep-alive connection
+// pays the search once.
+thread_local int t_connection_socket = -1;
+int ConnectionSocket(int local_port, const std::string& remote_addr, int remote_port) {
+  if (t_connection_socket >= 0 &&
+      IsConnectionSocket(t_connection_socket, local_port, remote_addr, remote_port)) {
+    return t_connection_socket;
+  }
+  t_connection_socket = -1;
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) {
+    return -1;
+  }
+  while (dirent* entry = readdir(dir)) {
+    char* end = nullptr;
+    const long fd = std::strtol(entry->d_name, &end, 10);
+    if (end == entry->d_name || *end != '\0' || fd == dirfd(dir)) {
+      continue;
+    }
+    if (IsConnectionSocket(static_cast<int>(fd), local_port, remote_addr, remote_port)) {
+      t_connection_socket = static_cast<int>(fd);
+      break;
+    }
+  }
+  closedir(dir);
+  return t_connection_socket;
+}
+
+// Reads `remaining` body bytes from `fd` into `into`, each read taking all the
+// socket has (up to what is left). False on EOF, error, or `timeout_seconds`
+// without data.
+bool ReadFromSocket(int fd, size_t remaining, wire::RequestBuffer& into, int timeout_seconds) {
+  char* tail = into.Tail(remaining);
+  size_t got = 0;
+  while (got < remaining) {
+    const ssize_t n = recv(fd, tail + got, remaining - got, MSG_DONTWAIT);
+    if (n > 0) {
+      got += static_cast<size_t>(n);
+      continue;
+    }
+    if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+      break;
+    }
+    pollfd p{fd, POLLIN, 0};
+    const int ready = poll(&p, 1, timeout_seconds * 1000);
+    if (ready < 0 && errno == EINTR) {
+      continue;
+    }
+    if (ready <= 0) {
+      break;
+    }
+  }
+  into.Commit(got);
+  return got == remaining;
+}
+
+// A connection whose body was not read to its end: its read side is shut
+// once the reply has been written, or -1.
+thread_local int t_close_after_reply = -1;
+
 // Whether this worker thread is between the headers of a request and the end
 // of its reply (set by the pre-routing handler, cleared by the logger, which
 // the library calls once the reply is written).
@@ -316,6 +415,11 @@ struct HttpServer::Impl {
   // 0 when read, else the status to answer (413, or 400 for a broken body).
   int ReadBody(const httplib::ContentReader& reader, const httplib::Response& res,
                wire::RequestBuffer* into) const;
+  // ReadBody for a body of `length` bytes announced by Content-Length: past
+  // direct_read_min_bytes, everything after the library's first read comes
+  // straight from the socket.
+  int ReadBodyOfLength(const httplib::Request& req, const httplib::ContentReader& reader,
+                       const httplib::Response& res, size_t length, wire::RequestBuffer& into);
   // After a request: gives buffers over keepBufferBytes to `spare`, or frees them.
   void ReleaseBuffers(Worker& w);
 
@@ -368,6 +472,10 @@ void HttpServer::Impl::Configure() {
     // (HandleVerb); the library's own non-const Response is passed here by
     // const reference, so taking the string back is well-defined.
     spare.ReturnReply(const_cast<httplib::Response&>(res).body);
+    if (t_close_after_reply >= 0) {
+      shutdown(t_close_after_reply, SHUT_RD);
+      t_close_after_reply = -1;
+    }
     if (t_in_request) {
       t_in_request = false;
       requests_in_flight.fetch_sub(1);
@@ -532,7 +640,9 @@ void HttpServer::Impl::HandleVerb(const httplib::Request& req, httplib::Response
   spare.Lend(w, length);
   w.body.Clear();  // after Lend: a lent buffer still holds the body it last served
   w.body.Reserve(length);
-  if (const int status = ReadBody(reader, res, &w.body); status != 0) {
+  const int status = length > 0 ? ReadBodyOfLength(req, reader, res, length, w.body)
+                                 : ReadBody(reader, res, &w.body);
+  if (status != 0) {
     res.status = status;  // the error handler writes the message
     ReleaseBuffers(w);
     return;
@@ -596,6 +706,42 @@ int HttpServer::Impl::ReadBody(const httplib::ContentReader& reader,
     return res.status >= 400 ? res.status : 400;
   }
   return total > limit ? 413 : 0;
+}
+
+int HttpServer::Impl::ReadBodyOfLength(const httplib::Request& req,
+                                       const httplib::ContentReader& reader,
+                                       const httplib::Response& res, size_t length,
+                                       wire::RequestBuffer& into) {
+  const int fd = length >= options.direct_read_min_bytes && !req.has_header("Transfer-Encoding")
+                     ? ConnectionSocket(port, req.remote_addr, req.remote_port)
+                     : -1;
+  if (fd < 0) {
+    return ReadBody(reader, res, &into);
+  }
+  // The library's first read hands over what it buffered along with the
+  // headers (all of it: its buffer is one read's size) or one fresh read, so
+  // refusing the second leaves the rest of the body in the socket, unread.
+  // Its reader then reports a failure and sets no status that is kept: the
+  // reply below overwrites it.
+  size_t first = 0;
+  reader([&](const char* data, size_t n) {
+    into.Append(data, n);
+    first += n;
+    return false;
+  });
+  if (first == 0) {
+    return 400;  // nothing arrived: the client went away
+  }
+  if (first < length &&
+      !ReadFromSocket(fd, length - first, into, options.server.read_timeout_seconds)) {
+    // Part of the body may still be on its way; it must not be taken for the
+    // next request. The logger shuts the read side once the reply is written
+    // (not before: the library checks that the peer can still be read from
+    // before it writes), so the library reads end-of-file next and closes.
+    t_close_after_reply = fd;
+    return 400;
+  }
+  return 0;
 }
 
 HttpServer::HttpServer(const ExtenderService& service, Metrics* metrics,

@@ -39,17 +39,26 @@ void RequestBuffer::Reserve(size_t bytes) {
 }
 
 void RequestBuffer::Append(const char* data, size_t length) {
-  const size_t needed = size_ + length + kJsonPadding;
+  char* tail = Tail(length);
+  if (length > 0) {
+    std::memcpy(tail, data, length);
+  }
+  Commit(length);
+}
+
+char* RequestBuffer::Tail(size_t bytes) {
+  const size_t needed = size_ + bytes + kJsonPadding;
   if (needed > capacity_ || data_ == nullptr) {
     // Grow geometrically so a chunked body costs amortised O(1) per byte.
     const size_t grown = std::max(needed, capacity_ + capacity_ / 2);
     data_ = Reallocate(data_.get(), size_, grown);
     capacity_ = grown;
   }
-  if (length > 0) {
-    std::memcpy(data_.get() + size_, data, length);
-  }
-  size_ += length;
+  return data_.get() + size_;
+}
+
+void RequestBuffer::Commit(size_t bytes) {
+  size_ += bytes;
   // simdjson reads up to kJsonPadding bytes past the end: keep them zeroed, as
   // they may hold the bytes of an earlier, longer body.
   std::memset(data_.get() + size_, 0, kJsonPadding);

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -708,6 +710,7 @@ TEST(HttpServerSpareBuffersTest, RequestsGetExactRepliesWhicheverBuffersTheyBorr
     TestServer reference([](HttpServerOptions& o) {
       o.server.keep_buffer_bytes = 0;
       o.server.keep_large_buffers = false;
+      o.direct_read_min_bytes = SIZE_MAX;
     });
     ASSERT_TRUE(reference.init().ok()) << reference.init().ToString();
     for (Call& call : calls) {
@@ -722,6 +725,7 @@ TEST(HttpServerSpareBuffersTest, RequestsGetExactRepliesWhicheverBuffersTheyBorr
   TestServer server([](HttpServerOptions& o) {
     o.server.keep_buffer_bytes = 512;
     o.server.keep_large_buffers = true;
+    o.direct_read_min_bytes = 1024;
   });
   ASSERT_TRUE(server.init().ok()) << server.init().ToString();
   // Largest body first, then smaller ones that borrow its buffers, each on a
@@ -768,6 +772,88 @@ TEST(HttpServerSpareBuffersTest, RequestsGetExactRepliesWhicheverBuffersTheyBorr
   for (int t = 0; t < kThreads; ++t) {
     EXPECT_EQ(failures[static_cast<size_t>(t)], "") << "thread " << t;
   }
+}
+
+// Bodies past direct_read_min_bytes are read from the socket, not through the
+// library: the connection must stay in step with the requests whatever way
+// the bytes arrive (whole, in pieces with pauses, two requests in one write),
+// and a body that stops arriving gets 400 and a closed connection.
+TEST(HttpServerDirectReadTest, KeepAliveStaysInStepWhateverWayTheBodyArrives) {
+  QuietLog quiet;
+  const std::string filter3 = Fixture("nodecache-false", "filter-3");
+  const std::string prioritize4 = Fixture("nodecache-false", "prioritize-4");
+  ASSERT_FALSE(filter3.empty());
+  ASSERT_FALSE(prioritize4.empty());
+  const std::vector<std::pair<std::string, std::string>> calls = {
+      {"/filter", filter3},
+      {"/filter", filter3 + std::string(70000, ' ')},
+      {"/labels/prioritize", prioritize4},
+      {"/filter", filter3 + std::string(5000, '\n')},
+  };
+  std::vector<std::string> want;
+  {
+    TestServer reference([](HttpServerOptions& o) { o.direct_read_min_bytes = SIZE_MAX; });
+    ASSERT_TRUE(reference.init().ok()) << reference.init().ToString();
+    for (const auto& [target, body] : calls) {
+      const HttpReply reply = Exchange(reference.port(), BuildRequest("POST", target, body));
+      ASSERT_EQ(reply.status, 200) << target << ": " << reply.body;
+      want.push_back(reply.body);
+    }
+  }
+  TestServer server([](HttpServerOptions& o) {
+    o.direct_read_min_bytes = 1024;
+    o.server.read_timeout_seconds = 1;
+  });
+  ASSERT_TRUE(server.init().ok()) << server.init().ToString();
+
+  RawConnection c;
+  ASSERT_TRUE(c.Connect(server.port())) << c.error();
+  auto expect_reply = [&](size_t call, const std::string& how) {
+    HttpReply reply;
+    ASSERT_TRUE(c.ReadReply(reply)) << how << ": " << c.error();
+    EXPECT_EQ(reply.status, 200) << how;
+    EXPECT_EQ(reply.body, want[call]) << how << " call " << call;
+  };
+  for (size_t i = 0; i < calls.size(); ++i) {
+    ASSERT_TRUE(c.Send(BuildRequest("POST", calls[i].first, calls[i].second))) << c.error();
+    expect_reply(i, "whole");
+  }
+  // In three pieces with pauses: the headers and a little of the body, most
+  // of it, the rest.
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const std::string request = BuildRequest("POST", calls[i].first, calls[i].second);
+    const size_t header_end = request.find("\r\n\r\n") + 4;
+    const std::vector<size_t> cuts = {header_end + 100, request.size() - 7, request.size()};
+    size_t from = 0;
+    for (size_t cut : cuts) {
+      ASSERT_TRUE(c.Send(std::string_view(request).substr(from, cut - from))) << c.error();
+      from = cut;
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    }
+    expect_reply(i, "in pieces");
+  }
+  // Two requests in one write: the first body must not swallow the second.
+  ASSERT_TRUE(c.Send(BuildRequest("POST", calls[1].first, calls[1].second) +
+                     BuildRequest("POST", calls[2].first, calls[2].second)))
+      << c.error();
+  expect_reply(1, "pipelined first");
+  expect_reply(2, "pipelined second");
+
+  // A body that stops halfway: 400 once the read timeout passes, then the
+  // server closes the connection rather than read the rest as a request.
+  RawConnection stalled;
+  ASSERT_TRUE(stalled.Connect(server.port())) << stalled.error();
+  const std::string request = BuildRequest("POST", "/filter", calls[1].second);
+  ASSERT_TRUE(stalled.Send(std::string_view(request).substr(0, request.size() / 2)))
+      << stalled.error();
+  HttpReply reply;
+  ASSERT_TRUE(stalled.ReadReply(reply)) << stalled.error();
+  EXPECT_EQ(reply.status, 400) << reply.body;
+  EXPECT_TRUE(stalled.PeerClosedWithin(5000));
+
+  // The first connection is still served.
+  ASSERT_TRUE(c.Send(BuildRequest("POST", calls[0].first, calls[0].second))) << c.error();
+  expect_reply(0, "after the stalled client");
 }
 
 }  // namespace

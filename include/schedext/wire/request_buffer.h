@@ -30,6 +30,11 @@ class RequestBuffer {
   void Reserve(size_t bytes);
   // Appends body bytes, growing as needed.
   void Append(const char* data, size_t length);
+  // For filling the buffer in place (e.g. straight from a socket): room for at
+  // least `bytes` more body bytes, at data() + size(); Commit(n) then adds the
+  // first n of them to the body.
+  char* Tail(size_t bytes);
+  void Commit(size_t bytes);
   // Frees the memory when it exceeds `max_bytes` (after a very large request).
   void ShrinkTo(size_t max_bytes);
 
