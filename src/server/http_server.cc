@@ -640,6 +640,12 @@ void HttpServer::Impl::HandleVerb(const httplib::Request& req, httplib::Response
   spare.Lend(w, length);
   w.body.Clear();  // after Lend: a lent buffer still holds the body it last served
   w.body.Reserve(length);
+  if (length > options.server.keep_buffer_bytes) {
+    // A full-mode reply is at most the body plus its envelope. Reserving that
+    // once costs no resident memory until written, where growing by doubling
+    // would copy and briefly hold both the old and the new buffer.
+    w.out.reserve(length + (size_t{64} << 10));
+  }
   const int status = length > 0 ? ReadBodyOfLength(req, reader, res, length, w.body)
                                  : ReadBody(reader, res, &w.body);
   if (status != 0) {
