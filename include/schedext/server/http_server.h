@@ -40,9 +40,10 @@ struct HttpServerOptions {
   std::vector<GetRoute> get_routes;
   // Bodies with a Content-Length of at least this many bytes are read from the
   // socket directly, in reads as large as it has data for, instead of through
-  // the library's 4 KB reads (tests lower it to cover the path with small
-  // bodies; SIZE_MAX turns it off).
-  size_t direct_read_min_bytes = size_t{1} << 20;
+  // the library's 4 KB reads, each after a poll (a 5,000-name body: ~0.5 ms of
+  // CPU saved). Tests lower it to cover the path with small bodies; SIZE_MAX
+  // turns it off.
+  size_t direct_read_min_bytes = size_t{16} << 10;
 };
 
 class HttpServer {
