@@ -2,11 +2,15 @@
 // std::shared_ptr<const V>, as a hash array mapped trie (HAMT). Set and Erase
 // return a new map that shares every untouched subtree with the old one: an
 // update copies one path of at most ceil(64 / 5) small nodes (≈ 3–4 levels of
-// ≤ 32 pointers at 15,000–150,000 entries), never the whole map. That is what
+// ≤ 32 slots at 15,000–150,000 entries), never the whole map. That is what
 // lets the cluster cache publish a new snapshot per watch event.
 //
 // Keys are views into the values (KeyOf(const V&) -> std::string_view), so a
-// lookup by std::string_view allocates nothing.
+// lookup by std::string_view allocates nothing. A request resolves thousands
+// of names per call, so a lookup is laid out to miss the cache as little as
+// possible: a subtree's slots are one allocation whose bitmap sits in the
+// parent's slot (one dependent load per level), and each entry's slot keeps
+// its key's hash (a lookup touches the value only when the whole hash agrees).
 //
 // Internal to the cluster layer (src/, not include/). Thread-safety: a map is
 // an immutable value; copies may be read from many threads at once, and
@@ -17,15 +21,68 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
+#include <cstring>
 #include <memory>
 #include <string_view>
 #include <utility>
-#include <vector>
 
 namespace schedext::cluster::internal {
 
-template <typename V, typename KeyOf>
+// The 64-bit hash PersistentMap uses by default. Node names are 10–63 bytes
+// (typically 35–45); std::hash's byte-oriented murmur cost ~100 instructions
+// per name, this one ~40: one multiply-rotate-multiply step per 8-byte word,
+// the last word overlapping the previous one instead of a byte loop, and a
+// final mix that spreads every input bit into the low bits the trie reads
+// first. Not keyed: the keys are object names from the API server, and even
+// equal hashes only make a bucket that is searched linearly.
+struct KeyHash {
+  uint64_t operator()(std::string_view key) const {
+    const char* p = key.data();
+    size_t n = key.size();
+    uint64_t h = kSeed ^ (static_cast<uint64_t>(n) * kMulA);
+    if (n >= 8) {
+      for (; n > 8; p += 8, n -= 8) {
+        h = Step(h, Load64(p));
+      }
+      h = Step(h, Load64(p + n - 8));
+    } else if (n >= 4) {
+      h = Step(h, (Load32(p) << 32) | Load32(p + n - 4));
+    } else if (n > 0) {
+      h = Step(h, (Byte(p[0]) << 16) | (Byte(p[n / 2]) << 8) | Byte(p[n - 1]));
+    }
+    h ^= h >> 32;
+    h *= kMulB;
+    h ^= h >> 29;
+    h *= kMulA;
+    h ^= h >> 32;
+    return h;
+  }
+
+ private:
+  // Odd constants with well-mixed bits (the golden ratio and a prime).
+  static constexpr uint64_t kMulA = 0x9e3779b97f4a7c15ULL;
+  static constexpr uint64_t kMulB = 0xd6e8feb86659fd93ULL;
+  static constexpr uint64_t kSeed = 0x2545f4914f6cdd1dULL;
+
+  // A bijection of `word` for a given `h`: keys of one length that differ in
+  // one word never collide.
+  static uint64_t Step(uint64_t h, uint64_t word) {
+    return std::rotl(h ^ (word * kMulA), 29) * kMulB;
+  }
+  static uint64_t Load64(const char* p) {
+    uint64_t v;
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+  }
+  static uint64_t Load32(const char* p) {
+    uint32_t v;
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+  }
+  static uint64_t Byte(char c) { return static_cast<uint8_t>(c); }
+};
+
+template <typename V, typename KeyOf, typename Hasher = KeyHash>
 class PersistentMap {
  public:
   using Ptr = std::shared_ptr<const V>;
@@ -37,37 +94,38 @@ class PersistentMap {
 
   // The value stored under `key`, or nullptr.
   const Ptr* Find(std::string_view key) const {
-    const uint64_t hash = Hash(key);
-    const Node* node = root_.get();
-    for (unsigned shift = 0; node != nullptr; shift += kBits) {
+    const uint64_t hash = Hasher{}(key);
+    const Slot* tree = &root_;
+    for (unsigned shift = 0; tree->sub != nullptr; shift += kBits) {
+      const Slot* slots = tree->sub.get();
       if (shift >= 64) {
-        for (const Child& child : node->children) {
-          if (KeyOf{}(*child.value) == key) {
-            return &child.value;
+        for (const Slot* s = slots; s != slots + tree->size; ++s) {
+          if (SameKey(KeyOf{}(*s->value), key)) {
+            return &s->value;
           }
         }
         return nullptr;
       }
-      const uint32_t bit = 1u << ((hash >> shift) & kMask);
-      if ((node->bitmap & bit) == 0) {
+      const uint32_t bit = Bit(hash, shift);
+      if ((tree->bitmap & bit) == 0) {
         return nullptr;
       }
-      const Child& child = node->children[Index(node->bitmap, bit)];
-      if (child.value) {
-        return KeyOf{}(*child.value) == key ? &child.value : nullptr;
+      const Slot& slot = slots[Index(tree->bitmap, bit)];
+      if (slot.value != nullptr) {
+        return slot.hash == hash && SameKey(KeyOf{}(*slot.value), key) ? &slot.value : nullptr;
       }
-      node = child.sub.get();
+      tree = &slot;
     }
     return nullptr;
   }
 
   // A map with `value` stored under its key (inserted or replaced).
-  // `copied`, when given, is increased by the pointer slots this copied.
+  // `copied`, when given, is increased by the slots this copied.
   PersistentMap Set(Ptr value, size_t* copied = nullptr) const {
     const std::string_view key = KeyOf{}(*value);
     bool inserted = false;
     PersistentMap out;
-    out.root_ = SetIn(root_.get(), 0, Hash(key), key, std::move(value), inserted, copied);
+    out.root_ = SetIn(root_, 0, Hasher{}(key), key, std::move(value), inserted, copied);
     out.size_ = size_ + (inserted ? 1 : 0);
     return out;
   }
@@ -78,7 +136,7 @@ class PersistentMap {
       return *this;
     }
     PersistentMap out;
-    out.root_ = EraseIn(root_.get(), 0, Hash(key), key, copied);
+    out.root_ = EraseIn(root_, 0, Hasher{}(key), key, copied);
     out.size_ = size_ - 1;
     return out;
   }
@@ -86,31 +144,43 @@ class PersistentMap {
   // Calls fn(const Ptr&) for every value, in no particular order.
   template <typename Fn>
   void ForEach(Fn&& fn) const {
-    ForEachIn(root_.get(), fn);
+    ForEachIn(root_, fn);
   }
 
  private:
   static constexpr unsigned kBits = 5;
   static constexpr uint64_t kMask = 31;
 
-  struct Node;
-  // Exactly one of value (an entry) and sub (a subtree) is set.
-  struct Child {
-    Ptr value;
-    std::shared_ptr<const Node> sub;
-  };
-  // A branch (bitmap + compressed children) or, below 64 bits of hash, a
-  // bucket of colliding entries (bitmap unused).
-  struct Node {
+  // Either an entry (value set; hash is its key's) or a subtree (sub set, or
+  // neither for the empty map's root): `size` slots in one array, a branch
+  // indexed by `bitmap` or, below 64 bits of hash, a bucket of entries whose
+  // hashes are equal (bitmap unused).
+  struct Slot {
+    uint64_t hash = 0;
     uint32_t bitmap = 0;
-    std::vector<Child> children;
+    uint32_t size = 0;
+    Ptr value;
+    std::shared_ptr<const Slot[]> sub;
   };
+  using Slots = std::shared_ptr<Slot[]>;
 
-  static uint64_t Hash(std::string_view key) {
-    return static_cast<uint64_t>(std::hash<std::string_view>{}(key));
+  static uint32_t Bit(uint64_t hash, unsigned shift) {
+    return 1U << ((hash >> shift) & kMask);
   }
-  static size_t Index(uint32_t bitmap, uint32_t bit) {
-    return static_cast<size_t>(std::popcount(bitmap & (bit - 1)));
+  // Bits set in `x`, branch-free and inline: std::popcount compiles to a
+  // libgcc call unless the build targets CPUs with POPCNT, which baseline
+  // x86-64 does not guarantee.
+  static uint32_t CountBits(uint32_t x) {
+    x -= (x >> 1) & 0x55555555U;
+    x = (x & 0x33333333U) + ((x >> 2) & 0x33333333U);
+    x = (x + (x >> 4)) & 0x0F0F0F0FU;
+    return (x * 0x01010101U) >> 24;
+  }
+  static size_t Index(uint32_t bitmap, uint32_t bit) { return CountBits(bitmap & (bit - 1)); }
+  // g++ 12 -O2 leaves std::string_view's operator== as a call to compare();
+  // equality needs only the sizes and memcmp.
+  static bool SameKey(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
   }
   static void Count(size_t* copied, size_t n) {
     if (copied != nullptr) {
@@ -118,125 +188,143 @@ class PersistentMap {
     }
   }
 
-  // A subtree holding two entries whose hashes agree below `shift`.
-  static std::shared_ptr<const Node> Pair(unsigned shift, uint64_t hash_a, Ptr a, uint64_t hash_b,
-                                          Ptr b) {
-    auto node = std::make_shared<Node>();
-    if (shift >= 64) {
-      node->children.push_back({std::move(a), nullptr});
-      node->children.push_back({std::move(b), nullptr});
-      return node;
-    }
-    const uint32_t bit_a = 1u << ((hash_a >> shift) & kMask);
-    const uint32_t bit_b = 1u << ((hash_b >> shift) & kMask);
-    if (bit_a == bit_b) {
-      node->bitmap = bit_a;
-      node->children.push_back(
-          {nullptr, Pair(shift + kBits, hash_a, std::move(a), hash_b, std::move(b))});
-      return node;
-    }
-    node->bitmap = bit_a | bit_b;
-    if (bit_a < bit_b) {
-      node->children.push_back({std::move(a), nullptr});
-      node->children.push_back({std::move(b), nullptr});
-    } else {
-      node->children.push_back({std::move(b), nullptr});
-      node->children.push_back({std::move(a), nullptr});
-    }
-    return node;
+  static Slot Entry(uint64_t hash, Ptr value) {
+    Slot slot;
+    slot.hash = hash;
+    slot.value = std::move(value);
+    return slot;
   }
-
-  static std::shared_ptr<const Node> SetIn(const Node* node, unsigned shift, uint64_t hash,
-                                           std::string_view key, Ptr value, bool& inserted,
-                                           size_t* copied) {
-    auto out = node != nullptr ? std::make_shared<Node>(*node) : std::make_shared<Node>();
-    Count(copied, out->children.size());
-    if (shift >= 64) {
-      for (Child& child : out->children) {
-        if (KeyOf{}(*child.value) == key) {
-          child.value = std::move(value);
-          return out;
-        }
+  static Slot Subtree(uint32_t bitmap, uint32_t size, Slots slots) {
+    Slot slot;
+    if (size > 0) {
+      slot.bitmap = bitmap;
+      slot.size = size;
+      slot.sub = std::move(slots);
+    }
+    return slot;
+  }
+  // A copy of `tree`'s slots, with an empty one inserted at `gap` unless gap
+  // is kNoGap.
+  static Slots CopySlots(const Slot& tree, size_t gap, size_t* copied) {
+    const size_t n = tree.size;
+    Count(copied, n);
+    Slots out = std::make_shared<Slot[]>(gap == kNoGap ? n : n + 1);
+    for (size_t i = 0, j = 0; i < n; ++i, ++j) {
+      if (j == gap) {
+        ++j;
       }
-      out->children.push_back({std::move(value), nullptr});
-      inserted = true;
-      return out;
+      out[j] = tree.sub[i];
     }
-    const uint32_t bit = 1u << ((hash >> shift) & kMask);
-    const size_t index = Index(out->bitmap, bit);
-    if ((out->bitmap & bit) == 0) {
-      out->bitmap |= bit;
-      out->children.insert(out->children.begin() + static_cast<std::ptrdiff_t>(index),
-                           Child{std::move(value), nullptr});
-      inserted = true;
-      return out;
-    }
-    Child& child = out->children[index];
-    if (child.value) {
-      const std::string_view existing = KeyOf{}(*child.value);
-      if (existing == key) {
-        child.value = std::move(value);
-        return out;
-      }
-      child.sub =
-          Pair(shift + kBits, Hash(existing), std::move(child.value), hash, std::move(value));
-      child.value = nullptr;
-      inserted = true;
-      return out;
-    }
-    child.sub =
-        SetIn(child.sub.get(), shift + kBits, hash, key, std::move(value), inserted, copied);
     return out;
   }
+  static constexpr size_t kNoGap = static_cast<size_t>(-1);
 
-  // `key` is known to be present under `node`. Returns nullptr for an empty result.
-  static std::shared_ptr<const Node> EraseIn(const Node* node, unsigned shift, uint64_t hash,
-                                             std::string_view key, size_t* copied) {
-    auto out = std::make_shared<Node>(*node);
-    Count(copied, out->children.size());
+  // A subtree holding two entries whose hashes agree below `shift`.
+  static Slot Pair(unsigned shift, Slot a, Slot b) {
     if (shift >= 64) {
-      for (size_t i = 0; i < out->children.size(); ++i) {
-        if (KeyOf{}(*out->children[i].value) == key) {
-          out->children.erase(out->children.begin() + static_cast<std::ptrdiff_t>(i));
-          break;
+      Slots slots = std::make_shared<Slot[]>(2);
+      slots[0] = std::move(a);
+      slots[1] = std::move(b);
+      return Subtree(0, 2, std::move(slots));
+    }
+    const uint32_t bit_a = Bit(a.hash, shift);
+    const uint32_t bit_b = Bit(b.hash, shift);
+    if (bit_a == bit_b) {
+      Slots slots = std::make_shared<Slot[]>(1);
+      slots[0] = Pair(shift + kBits, std::move(a), std::move(b));
+      return Subtree(bit_a, 1, std::move(slots));
+    }
+    Slots slots = std::make_shared<Slot[]>(2);
+    slots[bit_a < bit_b ? 0 : 1] = std::move(a);
+    slots[bit_a < bit_b ? 1 : 0] = std::move(b);
+    return Subtree(bit_a | bit_b, 2, std::move(slots));
+  }
+
+  // `tree` with `value` set under `key`.
+  static Slot SetIn(const Slot& tree, unsigned shift, uint64_t hash, std::string_view key,
+                    Ptr value, bool& inserted, size_t* copied) {
+    if (shift >= 64) {
+      for (uint32_t i = 0; i < tree.size; ++i) {
+        if (KeyOf{}(*tree.sub[i].value) == key) {
+          Slots slots = CopySlots(tree, kNoGap, copied);
+          slots[i].value = std::move(value);
+          return Subtree(0, tree.size, std::move(slots));
         }
       }
-      return out->children.empty() ? nullptr : out;
+      Slots slots = CopySlots(tree, tree.size, copied);
+      slots[tree.size] = Entry(hash, std::move(value));
+      inserted = true;
+      return Subtree(0, tree.size + 1, std::move(slots));
     }
-    const uint32_t bit = 1u << ((hash >> shift) & kMask);
-    const size_t index = Index(out->bitmap, bit);
-    Child& child = out->children[index];
-    if (child.sub) {
-      child.sub = EraseIn(child.sub.get(), shift + kBits, hash, key, copied);
-      if (child.sub != nullptr) {
-        // A subtree left with a single entry collapses into it.
-        if (child.sub->children.size() == 1 && child.sub->children[0].value) {
-          child.value = child.sub->children[0].value;
-          child.sub = nullptr;
-        }
-        return out;
+    const uint32_t bit = Bit(hash, shift);
+    const size_t index = Index(tree.bitmap, bit);
+    if ((tree.bitmap & bit) == 0) {
+      Slots slots = CopySlots(tree, index, copied);
+      slots[index] = Entry(hash, std::move(value));
+      inserted = true;
+      return Subtree(tree.bitmap | bit, tree.size + 1, std::move(slots));
+    }
+    Slots slots = CopySlots(tree, kNoGap, copied);
+    Slot& slot = slots[index];
+    if (slot.value == nullptr) {
+      slot = SetIn(slot, shift + kBits, hash, key, std::move(value), inserted, copied);
+    } else if (slot.hash == hash && KeyOf{}(*slot.value) == key) {
+      slot.value = std::move(value);
+    } else {
+      slot = Pair(shift + kBits, std::move(slot), Entry(hash, std::move(value)));
+      inserted = true;
+    }
+    return Subtree(tree.bitmap, tree.size, std::move(slots));
+  }
+
+  // `tree` without `key`, which is known to be in it. An empty result is a
+  // slot with neither value nor sub.
+  static Slot EraseIn(const Slot& tree, unsigned shift, uint64_t hash, std::string_view key,
+                      size_t* copied) {
+    size_t index = 0;
+    uint32_t bitmap = 0;
+    if (shift >= 64) {
+      while (KeyOf{}(*tree.sub[index].value) != key) {
+        ++index;
+      }
+    } else {
+      const uint32_t bit = Bit(hash, shift);
+      index = Index(tree.bitmap, bit);
+      bitmap = tree.bitmap & ~bit;
+      const Slot& slot = tree.sub[index];
+      if (slot.sub != nullptr) {
+        Slot rest = EraseIn(slot, shift + kBits, hash, key, copied);
+        // A subtree keeps at least one entry; left with exactly one, it
+        // collapses into that entry.
+        Slots slots = CopySlots(tree, kNoGap, copied);
+        slots[index] = rest.size == 1 && rest.sub[0].value != nullptr ? rest.sub[0] : rest;
+        return Subtree(tree.bitmap, tree.size, std::move(slots));
       }
     }
-    out->bitmap &= ~bit;
-    out->children.erase(out->children.begin() + static_cast<std::ptrdiff_t>(index));
-    return out->children.empty() ? nullptr : out;
+    const uint32_t size = tree.size - 1;
+    Count(copied, tree.size);
+    Slots slots = size > 0 ? std::make_shared<Slot[]>(size) : nullptr;
+    for (size_t i = 0, j = 0; i < tree.size; ++i) {
+      if (i != index) {
+        slots[j++] = tree.sub[i];
+      }
+    }
+    return Subtree(bitmap, size, std::move(slots));
   }
 
   template <typename Fn>
-  static void ForEachIn(const Node* node, Fn& fn) {
-    if (node == nullptr) {
-      return;
-    }
-    for (const Child& child : node->children) {
-      if (child.value) {
-        fn(child.value);
+  static void ForEachIn(const Slot& tree, Fn& fn) {
+    for (uint32_t i = 0; i < tree.size; ++i) {
+      const Slot& slot = tree.sub[i];
+      if (slot.value != nullptr) {
+        fn(slot.value);
       } else {
-        ForEachIn(child.sub.get(), fn);
+        ForEachIn(slot, fn);
       }
     }
   }
 
-  std::shared_ptr<const Node> root_;
+  Slot root_;  // a subtree, or empty
   size_t size_ = 0;
 };
 

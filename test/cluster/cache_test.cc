@@ -5,10 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -449,6 +453,102 @@ TEST(CacheTest, PersistentMapSharesUntouchedEntries) {
   }
   EXPECT_TRUE(emptied.empty());
   EXPECT_EQ(emptied.Find("k1"), nullptr);
+}
+
+// Random sets, replacements and erasures checked against std::map after every
+// step, and against the map as it was before the step (it must not change).
+template <typename Hasher>
+void CheckPersistentMapAgainstModel(uint32_t seed) {
+  struct Item {
+    std::string key;
+    int value;
+  };
+  struct KeyOf {
+    std::string_view operator()(const Item& i) const { return i.key; }
+  };
+  using Map = internal::PersistentMap<Item, KeyOf, Hasher>;
+  std::mt19937 random(seed);
+  Map map;
+  std::map<std::string, int> model;
+  for (int step = 0; step < 3000; ++step) {
+    const std::string key = "key-" + std::to_string(random() % 300);
+    const Map before = map;
+    const std::map<std::string, int> model_before = model;
+    if (random() % 3 == 0) {
+      map = map.Erase(key);
+      model.erase(key);
+    } else {
+      map = map.Set(std::make_shared<const Item>(Item{key, step}));
+      model[key] = step;
+    }
+    ASSERT_EQ(map.size(), model.size());
+    const std::shared_ptr<const Item>* found = map.Find(key);
+    ASSERT_EQ(found != nullptr, model.contains(key)) << key;
+    if (found != nullptr) {
+      EXPECT_EQ((*found)->value, model[key]);
+    }
+    if (step % 97 == 0) {
+      for (const auto& [k, v] : model) {
+        found = map.Find(k);
+        ASSERT_NE(found, nullptr) << k;
+        EXPECT_EQ((*found)->value, v);
+      }
+      for (const auto& [k, v] : model_before) {
+        found = before.Find(k);
+        ASSERT_NE(found, nullptr) << k;
+        EXPECT_EQ((*found)->value, v);
+      }
+      EXPECT_EQ(before.size(), model_before.size());
+      size_t count = 0;
+      map.ForEach([&](const std::shared_ptr<const Item>& item) {
+        ++count;
+        EXPECT_EQ(model[item->key], item->value);
+      });
+      EXPECT_EQ(count, model.size());
+    }
+  }
+}
+
+TEST(CacheTest, PersistentMapMatchesAModel) {
+  CheckPersistentMapAgainstModel<internal::KeyHash>(1);
+}
+
+TEST(CacheTest, PersistentMapKeepsKeysWhoseHashesCollide) {
+  // Three full hashes that agree in all but the lowest bits: every key sits
+  // in one of three buckets at the bottom of a 13-level chain.
+  struct ThreeHashes {
+    uint64_t operator()(std::string_view key) const { return key.back() % 3; }
+  };
+  CheckPersistentMapAgainstModel<ThreeHashes>(2);
+  // Hashes that agree in their low 50 bits: deep paths, few buckets.
+  struct LowBitsAgree {
+    uint64_t operator()(std::string_view key) const {
+      return internal::KeyHash{}(key) << 50;
+    }
+  };
+  CheckPersistentMapAgainstModel<LowBitsAgree>(3);
+}
+
+TEST(CacheTest, KeyHashSpreadsNodeNamesOverTheLowBits) {
+  // The trie branches on the lowest 5 bits first: EKS-like names differing
+  // in one digit must land in all 32 root slots, evenly.
+  std::array<int, 32> root{};
+  std::set<uint64_t> hashes;
+  for (int i = 0; i < 3200; ++i) {
+    const std::string name = "ip-10-16-" + std::to_string(i / 250) + "-" + std::to_string(i % 250) +
+                             ".us-west-2.compute.internal";
+    const uint64_t hash = internal::KeyHash{}(name);
+    hashes.insert(hash);
+    ++root[hash & 31];
+  }
+  EXPECT_EQ(hashes.size(), 3200u);
+  for (int count : root) {
+    EXPECT_GT(count, 60);
+    EXPECT_LT(count, 140);
+  }
+  EXPECT_NE(internal::KeyHash{}(""), internal::KeyHash{}(std::string_view("\0", 1)));
+  EXPECT_NE(internal::KeyHash{}("ab"), internal::KeyHash{}("abb"));
+  EXPECT_NE(internal::KeyHash{}("abcdefgh"), internal::KeyHash{}("abcdefghh"));
 }
 
 TEST(CacheTest, ConcurrentEventsResolvesAndReservationsNeverDoubleBook) {
