@@ -468,10 +468,16 @@ void HttpServer::Impl::Configure() {
   // Refuses here only requests without a body to read; the others are refused
   // by HandleVerb / HandleUnrouted once their body has been read.
   server.set_logger([this](const httplib::Request&, const httplib::Response& res) {
-    // The reply has been written. A large one handed its string to the library
-    // (HandleVerb); the library's own non-const Response is passed here by
-    // const reference, so taking the string back is well-defined.
-    spare.ReturnReply(const_cast<httplib::Response&>(res).body);
+    // The reply has been written: its string (HandleVerb's reply buffer) goes
+    // back to this worker, or to `spare` when large. The library's own
+    // non-const Response is passed here by const reference, so taking the
+    // string back is well-defined.
+    std::string& body = const_cast<httplib::Response&>(res).body;
+    spare.ReturnReply(body);
+    if (body.capacity() <= options.server.keep_buffer_bytes &&
+        body.capacity() > t_worker.out.capacity()) {
+      t_worker.out.swap(body);
+    }
     if (t_close_after_reply >= 0) {
       shutdown(t_close_after_reply, SHUT_RD);
       t_close_after_reply = -1;
@@ -658,13 +664,9 @@ void HttpServer::Impl::HandleVerb(const httplib::Request& req, httplib::Response
   res.status = service.Handle(*verb, static_cast<size_t>(profile), w.body, *w.scratch, w.out,
                               summary);
   w.out.push_back('\n');
-  if (w.out.capacity() > options.server.keep_buffer_bytes) {
-    // Handed over without a copy; the logger gives it to `spare` once written.
-    res.body.swap(w.out);
-    res.set_header("Content-Type", "application/json");
-  } else {
-    res.set_content(w.out, "application/json");
-  }
+  // Handed over without a copy; the logger takes it back once written.
+  res.body.swap(w.out);
+  res.set_header("Content-Type", "application/json");
   ReleaseBuffers(w);
 }
 
