@@ -38,6 +38,52 @@ TEST(EncoderTest, EscapesQuotesBackslashesAndControlCharacters) {
   EXPECT_EQ(Quoted("\"\\\n"), R"("\"\\\n")");
 }
 
+TEST(EncoderTest, EscapesAtEveryPositionAndLength) {
+  // The scan goes a word (or more) at a time with an overlapping last load:
+  // one byte to escape at each position of strings of 0..70 bytes, next to
+  // bytes just outside the escaped ranges, must come out as a byte loop
+  // would write it.
+  const auto reference = [](std::string_view text) {
+    std::string out = "\"";
+    for (const char c : text) {
+      const auto byte = static_cast<unsigned char>(c);
+      if (c == '"' || c == '\\') {
+        out += '\\';
+        out += c;
+      } else if (byte < 0x20) {
+        if (byte >= 8 && byte <= 13 && byte != 11) {
+          out += '\\';
+          out += "btn?fr"[byte - 8];
+        } else {
+          out += "\\u00";
+          out += "0123456789abcdef"[byte >> 4];
+          out += "0123456789abcdef"[byte & 15];
+        }
+      } else {
+        out += c;
+      }
+    }
+    return out + "\"";
+  };
+  for (size_t size = 0; size <= 70; ++size) {
+    std::string text(size, 'a');
+    for (size_t i = 0; i < size; ++i) {
+      text[i] = static_cast<char>(i % 2 == 0 ? 0x21 : 0x5d);  // '!' and ']' border '"' and '\\'
+    }
+    ASSERT_EQ(Quoted(text), reference(text)) << size;
+    for (size_t at = 0; at < size; ++at) {
+      for (const char c : {'"', '\\', '\x00', '\x1f', '\n'}) {
+        std::string escaped = text;
+        escaped[at] = c;
+        ASSERT_EQ(Quoted(escaped), reference(escaped)) << size << " " << at;
+      }
+      std::string high = text;
+      high[at] = '\x80';  // not escaped, but has the high bit the word tests use
+      ASSERT_EQ(Quoted(high), "\"" + high + "\"") << size << " " << at;
+    }
+  }
+}
+
 TEST(EncoderTest, AppendsWithoutClearing) {
   std::string out = "prefix:";
   AppendJsonString("x", out);
