@@ -845,9 +845,9 @@ Status ClusterCache::Resolve(std::span<const std::string_view> names,
     return UnavailableError("node cache not synced");
   }
   out.resize(names.size());
-  for (size_t i = 0; i < names.size(); ++i) {
-    out[i] = snap->FindNode(names[i]);
-  }
+  snap->state_->nodes.FindMany(names, [&](size_t i, const internal::NodeMap::Ptr* entry) {
+    out[i] = entry != nullptr && (*entry)->node != nullptr ? &(*entry)->info : nullptr;
+  });
   return OkStatus();
 }
 

@@ -18,11 +18,13 @@
 #ifndef SCHEDEXT_SRC_CLUSTER_PERSISTENT_MAP_H_
 #define SCHEDEXT_SRC_CLUSTER_PERSISTENT_MAP_H_
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <utility>
 
@@ -117,6 +119,63 @@ class PersistentMap {
       tree = &slot;
     }
     return nullptr;
+  }
+
+  // Calls found(i, Find(keys[i])) for every i, faster than one Find after
+  // another: lookups go down the trie a level at a time in groups, each one's
+  // next slot and finally its entry prefetched before any is read, so their
+  // cache misses overlap instead of queueing one behind another (a request
+  // resolves thousands of names, and their entries are scattered in memory).
+  template <typename Found>
+  void FindMany(std::span<const std::string_view> keys, Found&& found) const {
+    constexpr size_t kGroup = 16;
+    uint64_t hashes[kGroup];
+    const Slot* at[kGroup];  // where each lookup has got to; nullptr: absent
+    for (size_t base = 0; base < keys.size(); base += kGroup) {
+      const size_t n = std::min(kGroup, keys.size() - base);
+      for (size_t i = 0; i < n; ++i) {
+        hashes[i] = Hasher{}(keys[base + i]);
+        at[i] = &root_;
+      }
+      for (unsigned shift = 0; shift < 64; shift += kBits) {
+        bool descended = false;
+        for (size_t i = 0; i < n; ++i) {
+          const Slot* tree = at[i];
+          if (tree == nullptr || tree->sub == nullptr) {
+            continue;  // absent, or at its entry
+          }
+          const uint32_t bit = Bit(hashes[i], shift);
+          if ((tree->bitmap & bit) == 0) {
+            at[i] = nullptr;
+            continue;
+          }
+          at[i] = &tree->sub[Index(tree->bitmap, bit)];
+          __builtin_prefetch(at[i]);
+          descended = true;
+        }
+        if (!descended) {
+          break;
+        }
+      }
+      for (size_t i = 0; i < n; ++i) {
+        if (at[i] != nullptr && at[i]->value != nullptr) {
+          __builtin_prefetch(at[i]->value.get());
+        }
+      }
+      for (size_t i = 0; i < n; ++i) {
+        const Slot* slot = at[i];
+        const std::string_view key = keys[base + i];
+        if (slot == nullptr) {
+          found(base + i, static_cast<const Ptr*>(nullptr));
+        } else if (slot->sub != nullptr) {
+          found(base + i, Find(key));  // a bucket of entries whose hashes are equal
+        } else {
+          const bool hit = slot->value != nullptr && slot->hash == hashes[i] &&
+                           SameKey(KeyOf{}(*slot->value), key);
+          found(base + i, hit ? &slot->value : static_cast<const Ptr*>(nullptr));
+        }
+      }
+    }
   }
 
   // A map with `value` stored under its key (inserted or replaced).

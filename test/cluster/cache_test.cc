@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -14,6 +15,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -505,8 +507,35 @@ void CheckPersistentMapAgainstModel(uint32_t seed) {
         EXPECT_EQ(model[item->key], item->value);
       });
       EXPECT_EQ(count, model.size());
+      // FindMany answers exactly what Find does, for present and absent keys,
+      // in any order, repeated, across group boundaries.
+      std::vector<std::string> keys;
+      for (int k = 0; k < 300; ++k) {
+        keys.push_back("key-" + std::to_string(k));
+      }
+      keys.push_back("key-7");
+      keys.push_back("not-a-key");
+      std::shuffle(keys.begin(), keys.end(), random);
+      const std::vector<std::string_view> views(keys.begin(), keys.end());
+      static const std::shared_ptr<const Item> kNotWritten;  // no lookup returns it
+      std::vector<const std::shared_ptr<const Item>*> many(views.size(), &kNotWritten);
+      map.FindMany(views, [&](size_t i, const std::shared_ptr<const Item>* item) {
+        ASSERT_LT(i, many.size());
+        many[i] = item;
+      });
+      for (size_t i = 0; i < views.size(); ++i) {
+        ASSERT_EQ(many[i], map.Find(views[i])) << views[i];
+      }
     }
   }
+  Map empty;
+  const std::vector<std::string_view> none = {"key-1", ""};
+  int calls = 0;
+  empty.FindMany(none, [&](size_t, const std::shared_ptr<const Item>* item) {
+    EXPECT_EQ(item, nullptr);
+    ++calls;
+  });
+  EXPECT_EQ(calls, 2);
 }
 
 TEST(CacheTest, PersistentMapMatchesAModel) {
