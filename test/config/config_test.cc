@@ -141,7 +141,7 @@ TEST(ConfigTest, AppliesDefaults) {
   EXPECT_EQ(got->server.read_timeout_seconds, 5);
   EXPECT_EQ(got->server.write_timeout_seconds, 5);
   EXPECT_EQ(got->server.shutdown_grace_seconds, 25);
-  EXPECT_EQ(got->server.keep_buffer_bytes, size_t{16} << 20);
+  EXPECT_EQ(got->server.keep_buffer_bytes, size_t{1} << 20);
   EXPECT_TRUE(got->server.keep_large_buffers);
   EXPECT_EQ(got->log.level, "info");
   EXPECT_EQ(got->log.format, "text");
