@@ -17,6 +17,7 @@
 
 #include "schedext/model/resources.h"
 #include "wire/json_fields.h"
+#include "wire/json_scan.h"
 
 namespace schedext::wire {
 namespace internal {
@@ -336,6 +337,65 @@ bool FieldDecoder::ReadStringList(od::value& v, std::vector<std::string_view>& o
     out.push_back(text);
     return true;
   });
+}
+
+namespace {
+
+const char* SkipJsonSpace(const char* p, const char* end) {
+  while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) {
+    ++p;
+  }
+  return p;
+}
+
+}  // namespace
+
+bool FieldDecoder::ReadLargeRootStringList(od::value& v, std::vector<std::string_view>& out) {
+  out.clear();
+  const char* after = ScanPlainStrings(v.raw_json_token().data(), out);
+  if (after == nullptr) {
+    out.clear();
+    return ReadStringList(v, out);
+  }
+  // Only the root's closing brace left: no later field can change anything,
+  // and the on-demand walk would only step through every name again.
+  const char* rest = SkipJsonSpace(after, document_end_);
+  if (rest < document_end_ && *rest == '}' &&
+      SkipJsonSpace(rest + 1, document_end_) == document_end_) {
+    document_read_ = true;
+  }
+  return true;
+}
+
+const char* FieldDecoder::ScanPlainStrings(const char* open_bracket,
+                                           std::vector<std::string_view>& out) const {
+  const char* const end = document_end_;
+  const char* p = open_bracket;
+  if (end == nullptr || p >= end || *p != '[') {
+    return nullptr;
+  }
+  p = SkipJsonSpace(p + 1, end);
+  if (p < end && *p == ']') {
+    return p + 1;
+  }
+  while (p < end && *p == '"') {
+    const char* text = p + 1;
+    const size_t length = FirstEscape(std::string_view(text, static_cast<size_t>(end - text)));
+    p = text + length;
+    if (p >= end || *p != '"') {
+      return nullptr;  // an escape or a control character: the general path decides
+    }
+    out.emplace_back(text, length);
+    p = SkipJsonSpace(p + 1, end);
+    if (p < end && *p == ']') {
+      return p + 1;
+    }
+    if (p >= end || *p != ',') {
+      return nullptr;
+    }
+    p = SkipJsonSpace(p + 1, end);
+  }
+  return nullptr;
 }
 
 bool FieldDecoder::ReadResourceList(od::value& v, model::ResourceList& list,
@@ -793,6 +853,8 @@ bool FieldDecoder::BeginDocument(od::parser& parser, const char* data, size_t si
   if (auto code = parser.iterate(data, size, capacity).get(doc)) {
     return Fail(code);
   }
+  document_end_ = data + size;
+  document_read_ = false;
   od::json_type type;
   if (auto code = doc.type().get(type)) {
     return Fail(code);
@@ -983,7 +1045,7 @@ Status RequestDecoder::DecodeExtenderArgs(const RequestBuffer& body, ExtenderArg
         }
         names_set = !names_null;
         out.node_names.clear();
-        return names_null || d.ReadStringList(value, out.node_names);
+        return names_null || d.ReadLargeRootStringList(value, out.node_names);
       }
       return true;
     });

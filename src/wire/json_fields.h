@@ -113,6 +113,9 @@ class FieldDecoder {
       if (!fn(key, field.value())) {
         return At(key);
       }
+      if (document_read_) {
+        return true;  // the rest of the document is known to be its closing brace
+      }
     }
     return true;
   }
@@ -193,6 +196,15 @@ class FieldDecoder {
 
   // A list of strings, replacing `out`.
   bool ReadStringList(od::value& v, std::vector<std::string_view>& out);
+  // ReadStringList for a large list of the root object (NodeNames: thousands
+  // of names) in its common shape, an array of strings none of which needs
+  // unescaping: read from the document's bytes in one pass, each string a
+  // view of the body (what get_string would have copied unchanged). When only
+  // the root's closing brace follows (NodeNames is the last field Go writes),
+  // the walk of the root stops there; otherwise `v` is left unread for the
+  // root to skip. Any other shape goes through ReadStringList, which gives it
+  // its exact result or error.
+  bool ReadLargeRootStringList(od::value& v, std::vector<std::string_view>& out);
 
   // A resource name → quantity map, replacing `list`. With `container`, also
   // records whether cpu / memory are named.
@@ -227,6 +239,9 @@ class FieldDecoder {
     }
     if (!ForEachFieldOf(root, fn)) {
       return false;
+    }
+    if (document_read_) {
+      return true;
     }
     const char* trailing = nullptr;
     const simdjson::error_code code = doc.current_location().get(trailing);
@@ -278,6 +293,15 @@ class FieldDecoder {
 
   bool DecodeNodeStatus(od::value& v, model::NodeInfo& node);
 
+  // The plain-strings scan of ReadLargeRootStringList: the position after the
+  // closing bracket, or nullptr for any other shape.
+  const char* ScanPlainStrings(const char* open_bracket,
+                               std::vector<std::string_view>& out) const;
+
+  // One past the last byte of the document BeginDocument started.
+  const char* document_end_ = nullptr;
+  // Set when a field read the document to its end: the walks stop.
+  bool document_read_ = false;
   // Failure state: the innermost message and the path, innermost segment first.
   std::string error_;
   std::vector<std::string> reverse_path_;

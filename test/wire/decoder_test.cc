@@ -178,6 +178,62 @@ TEST_F(DecoderTest, DistinguishesNullAbsentAndEmpty) {
   EXPECT_EQ(args_.pod.name, "p");
 }
 
+// NodeNames in the usual shape (plain strings) are read from the body in one
+// pass; any other shape takes the general path. Both must give the same names
+// and errors, and a key after the array must still be read.
+TEST_F(DecoderTest, NodeNamesReadInPlaceOrThroughTheParserAlike) {
+  const std::string long_name = "ip-10-16-3-7.us-west-2.compute.internal-0123";
+  struct Case {
+    std::string body;
+    std::vector<std::string> want;
+    bool views_of_body;
+  };
+  const std::vector<Case> cases = {
+      {R"({"NodeNames":["a","b"]})", {"a", "b"}, true},
+      {"{\"NodeNames\":[ \"a\" ,\n\"" + long_name + "\"\t,\r\"c\" ] }", {"a", long_name, "c"},
+       true},
+      {R"({"NodeNames":[""]})", {""}, true},
+      {R"({"NodeNames":[ ]})", {}, true},
+      {R"({"NodeNames":["a","b\u0063","d\"e"]})", {"a", "bc", "d\"e"}, false},
+      {R"({"NodeNames":["x","y\n"]})", {"x", "y\n"}, false},
+      {"{\"NodeNames\":[\"" + long_name + "\\/\"]}", {long_name + "/"}, false},
+      {R"({"NodeNames":["a","b"],"Pod":{"metadata":{"name":"p"}}})", {"a", "b"}, true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.body);
+    ASSERT_TRUE(Args(c.body).ok());
+    EXPECT_EQ(args_.mode, NodeMode::kNodeNames);
+    ASSERT_EQ(std::vector<std::string>(args_.node_names.begin(), args_.node_names.end()),
+              c.want);
+    if (c.views_of_body) {
+      for (std::string_view name : args_.node_names) {
+        EXPECT_TRUE(name.data() >= buffer_.data() &&
+                    name.data() + name.size() <= buffer_.data() + buffer_.size());
+      }
+    }
+  }
+  ASSERT_TRUE(Args(R"({"NodeNames":["a","b"],"Pod":{"metadata":{"name":"p"}}})").ok());
+  EXPECT_EQ(args_.pod.name, "p");
+  EXPECT_EQ(ArgsError(R"({"NodeNames":["a","b")"), ArgsError(R"({"NodeNames":["a","b\u0063")"));
+  EXPECT_NE(ArgsError(R"({"NodeNames":["a" "b"]})"), "");
+  EXPECT_EQ(ArgsError(R"({"NodeNames":["a",]})"), ArgsError(R"({"NodeNames":["a\u0061",]})"));
+  EXPECT_EQ(ArgsError(R"({"NodeNames":{"a":"b"}})"),
+            "decode ExtenderArgs: /NodeNames: expected an array");
+  // NodeNames last: the walk may stop at the array, but only when nothing but
+  // the root's closing brace follows.
+  EXPECT_EQ(ArgsError(R"({"NodeNames":["a"]} x)"), ArgsError(R"({"NodeNames":["\u0061"]} x)"));
+  EXPECT_EQ(ArgsError(R"({"NodeNames":["a"]}})"), ArgsError(R"({"NodeNames":["\u0061"]}})"));
+  EXPECT_EQ(ArgsError(R"({"NodeNames":["a"] x)"), ArgsError(R"({"NodeNames":["\u0061"] x)"));
+  EXPECT_EQ(ArgsError(R"({"NodeNames":["a"]])"), ArgsError(R"({"NodeNames":["\u0061"]])"));
+  ASSERT_TRUE(Args("{\"NodeNames\":[\"a\"]\n}\n").ok());
+  EXPECT_THAT(args_.node_names, ElementsAre("a"));
+  ASSERT_TRUE(Args(R"({"NodeNames":["a"],"NodeNames":["b"]} )").ok());
+  EXPECT_THAT(args_.node_names, ElementsAre("b"));
+  ASSERT_TRUE(Args(R"({"NodeNames":["a"],"Nodes":{"items":[{"metadata":{"name":"n1"}}]}})").ok());
+  EXPECT_EQ(args_.mode, NodeMode::kFullNodes);
+  EXPECT_THAT(args_.node_names, ElementsAre("n1"));
+}
+
 TEST_F(DecoderTest, FullNodesWinOverNodeNames) {
   ASSERT_TRUE(Args(R"({"NodeNames":["x","y"],"Nodes":{"items":[{"metadata":{"name":"n1"}}]}})").ok());
   EXPECT_EQ(args_.mode, NodeMode::kFullNodes);
