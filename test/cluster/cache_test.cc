@@ -529,7 +529,7 @@ void CheckPersistentMapAgainstModel(uint32_t seed) {
     }
   }
   Map empty;
-  const std::vector<std::string_view> none = {"key-1", ""};
+  const std::vector<std::string_view> none = {"key-1", "absent"};
   int calls = 0;
   empty.FindMany(none, [&](size_t, const std::shared_ptr<const Item>* item) {
     EXPECT_EQ(item, nullptr);
