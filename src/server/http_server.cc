@@ -65,8 +65,9 @@ std::optional<VerbPath> ParseVerbPath(std::string_view path) {
   return out;
 }
 
-// Per-worker scratch: the one thread_local of the server. Each keep-alive
-// connection is served by one worker thread from request to reply.
+// Per-worker scratch. Each keep-alive connection is served by one worker
+// thread from request to reply, so the server's per-connection state lives in
+// thread_locals: this, the connection's socket, and two flags below.
 struct Worker {
   wire::RequestBuffer body;
   std::unique_ptr<Scratch> scratch = std::make_unique<Scratch>();  // swapped, never null
