@@ -841,6 +841,8 @@ bool FieldDecoder::ReadObjectMeta(std::string_view key, od::value& value, Object
 bool FieldDecoder::BeginDocument(od::parser& parser, const char* data, size_t size, size_t capacity,
                                  od::document& doc, bool& is_null) {
   is_null = false;
+  document_end_ = data + size;
+  document_read_ = false;
   const std::string_view text = TrimJsonSpace(std::string_view(data, size));
   if (text.empty()) {
     return Fail("empty body");
@@ -853,8 +855,6 @@ bool FieldDecoder::BeginDocument(od::parser& parser, const char* data, size_t si
   if (auto code = parser.iterate(data, size, capacity).get(doc)) {
     return Fail(code);
   }
-  document_end_ = data + size;
-  document_read_ = false;
   od::json_type type;
   if (auto code = doc.type().get(type)) {
     return Fail(code);
