@@ -530,6 +530,24 @@ TEST(ProcessTest, IdleKeepAliveConnectionDoesNotDelayShutdown) {
   EXPECT_TRUE(idle.PeerClosedWithin(1000));
 }
 
+std::string KubeconfigFor(const testing::FakeApiServer& api) {
+  return "apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
+         "clusters:\n- name: fake\n  cluster:\n    server: " + api.url() +
+         "\n    certificate-authority: " + api.ca_file() +
+         "\ncontexts:\n- name: fake\n  context: {cluster: fake, user: fake}\n"
+         "users:\n- name: fake\n  user:\n    token: " + api.token() + "\n";
+}
+
+// GET /readyz until it answers 200 (bounded: 500 tries 10 ms apart); the last status.
+int WaitReady(int port) {
+  int ready = 0;
+  for (int i = 0; i < 500 && ready != 200; ++i) {
+    ready = Exchange(port, BuildRequest("GET", "/readyz", "")).status;
+    if (ready != 200) ::poll(nullptr, 0, 10);
+  }
+  return ready;
+}
+
 TEST(ProcessTest, ConnectsToTheClusterFromAKubeconfig) {
   testing::FakeApiServer api;
   ASSERT_TRUE(api.Start()) << api.error();
@@ -537,21 +555,12 @@ TEST(ProcessTest, ConnectsToTheClusterFromAKubeconfig) {
   for (const json& node : recorded["Nodes"]["items"]) {
     ASSERT_FALSE(api.AddNode(node.dump()).empty());
   }
-  TempFile kubeconfig("apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
-                      "clusters:\n- name: fake\n  cluster:\n    server: " + api.url() +
-                      "\n    certificate-authority: " + api.ca_file() +
-                      "\ncontexts:\n- name: fake\n  context: {cluster: fake, user: fake}\n"
-                      "users:\n- name: fake\n  user:\n    token: " + api.token() + "\n");
+  TempFile kubeconfig(KubeconfigFor(api));
   Child child;
   const int port = StartServer(child, {"--kubeconfig", kubeconfig.path()});
   ASSERT_GT(port, 0);
   // Ready once both informers have synced (bounded retries).
-  int ready = 0;
-  for (int i = 0; i < 500 && ready != 200; ++i) {
-    ready = Exchange(port, BuildRequest("GET", "/readyz", "")).status;
-    if (ready != 200) ::poll(nullptr, 0, 10);
-  }
-  ASSERT_EQ(ready, 200) << child.err();
+  ASSERT_EQ(WaitReady(port), 200) << child.err();
   // A node-cache request is answered from the watched nodes.
   const std::string names = ReadFileToString(std::string(SCHEDEXT_TESTDATA_DIR) +
                                              "/kube-scheduler-1.26/nodecache-true/filter-3.json");
@@ -577,14 +586,6 @@ TEST(ProcessTest, RequiredClusterWithoutAConnectionRefusesToStart) {
 }
 
 // A kubeconfig for `api` (token auth, the fake's CA).
-std::string KubeconfigFor(const testing::FakeApiServer& api) {
-  return "apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
-         "clusters:\n- name: fake\n  cluster:\n    server: " + api.url() +
-         "\n    certificate-authority: " + api.ca_file() +
-         "\ncontexts:\n- name: fake\n  context: {cluster: fake, user: fake}\n"
-         "users:\n- name: fake\n  user:\n    token: " + api.token() + "\n";
-}
-
 constexpr std::string_view kGpuShareConfig =
     "profiles:\n  - name: gpushare\n    policies:\n      - name: GpuShare\n"
     "      - name: NodeResourcesFit\n";
@@ -613,12 +614,7 @@ TEST(ProcessTest, GpuShareWatchesConfigMapsAndServesInspect) {
       StartServer(child, {"--config", config.path(), "--kubeconfig", kubeconfig.path()});
   ASSERT_GT(port, 0);
   // Ready only once the ConfigMap informer has listed kube-system too.
-  int ready = 0;
-  for (int i = 0; i < 500 && ready != 200; ++i) {
-    ready = Exchange(port, BuildRequest("GET", "/readyz", "")).status;
-    if (ready != 200) ::poll(nullptr, 0, 10);
-  }
-  ASSERT_EQ(ready, 200) << child.err();
+  ASSERT_EQ(WaitReady(port), 200) << child.err();
   EXPECT_TRUE(api.WaitForWatches(testing::FakeResource::kConfigMaps, 1, milliseconds(5000)));
   bool namespaced = false;
   for (const testing::RecordedRequest& r : api.requests()) {
