@@ -247,6 +247,27 @@ int LocalPort(int fd) {
   return -1;
 }
 
+// Calls fn(fd) for every open file descriptor of this process (from
+// /proc/self/fd) until it returns true.
+template <typename Fn>
+void ForEachOpenFd(Fn&& fn) {
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) {
+    return;
+  }
+  while (dirent* entry = readdir(dir)) {
+    char* end = nullptr;
+    const long fd = std::strtol(entry->d_name, &end, 10);
+    if (end == entry->d_name || *end != '\0' || fd == dirfd(dir)) {
+      continue;
+    }
+    if (fn(static_cast<int>(fd))) {
+      break;
+    }
+  }
+  closedir(dir);
+}
+
 // Shuts down the read side of every connection accepted on `port`.
 //
 // cpp-httplib 0.11.4 notices stop() in a keep-alive connection only when the
@@ -257,34 +278,23 @@ int LocalPort(int fd) {
 // and closes, while a reply still being written is unaffected (SHUT_RD).
 // Accepted sockets are the only ones whose local port is the listening port.
 int ShutDownIdleConnections(int port) {
-  DIR* dir = opendir("/proc/self/fd");
-  if (dir == nullptr) {
-    return 0;
-  }
   int closed = 0;
-  while (dirent* entry = readdir(dir)) {
-    char* end = nullptr;
-    const long fd = std::strtol(entry->d_name, &end, 10);
-    if (end == entry->d_name || *end != '\0' || fd == dirfd(dir)) {
-      continue;
-    }
+  ForEachOpenFd([&](int fd) {
     struct stat st {};
-    if (fstat(static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode)) {
-      continue;
+    if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+      return false;
     }
     sockaddr_storage peer{};
     socklen_t len = sizeof(peer);
     // Bytes waiting to be read are a request arriving: leave that connection
     // to finish it (the library closes it after the reply, being stopped).
     int pending = 0;
-    if (LocalPort(static_cast<int>(fd)) == port &&
-        getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&peer), &len) == 0 &&
-        ioctl(static_cast<int>(fd), FIONREAD, &pending) == 0 && pending == 0 &&
-        shutdown(static_cast<int>(fd), SHUT_RD) == 0) {
+    if (LocalPort(fd) == port && getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) == 0 &&
+        ioctl(fd, FIONREAD, &pending) == 0 && pending == 0 && shutdown(fd, SHUT_RD) == 0) {
       ++closed;
     }
-  }
-  closedir(dir);
+    return false;
+  });
   return closed;
 }
 
@@ -333,22 +343,13 @@ int ConnectionSocket(int local_port, const std::string& remote_addr, int remote_
     return t_connection_socket;
   }
   t_connection_socket = -1;
-  DIR* dir = opendir("/proc/self/fd");
-  if (dir == nullptr) {
-    return -1;
-  }
-  while (dirent* entry = readdir(dir)) {
-    char* end = nullptr;
-    const long fd = std::strtol(entry->d_name, &end, 10);
-    if (end == entry->d_name || *end != '\0' || fd == dirfd(dir)) {
-      continue;
+  ForEachOpenFd([&](int fd) {
+    if (!IsConnectionSocket(fd, local_port, remote_addr, remote_port)) {
+      return false;
     }
-    if (IsConnectionSocket(static_cast<int>(fd), local_port, remote_addr, remote_port)) {
-      t_connection_socket = static_cast<int>(fd);
-      break;
-    }
-  }
-  closedir(dir);
+    t_connection_socket = fd;
+    return true;
+  });
   return t_connection_socket;
 }
 
