@@ -155,6 +155,13 @@ void Metrics::Render(std::string& out) const {
     AppendUint(series_[p].unresolvable.load(std::memory_order_relaxed), out);
     out.push_back('\n');
   }
+  out.append(
+      "# HELP schedext_log_suppressed_total Warnings not logged because their rate limit was "
+      "exceeded.\n"
+      "# TYPE schedext_log_suppressed_total counter\n"
+      "schedext_log_suppressed_total ");
+  AppendUint(log_suppressed_.load(std::memory_order_relaxed), out);
+  out.push_back('\n');
   if (extra_) {
     extra_(out);
   }

@@ -42,6 +42,11 @@ class Metrics {
                      uint64_t nodes);
   // Nodes rejected by filter, per profile.
   void RecordRejected(size_t profile_index, uint64_t failed, uint64_t unresolvable);
+  // Log lines dropped by a rate limiter (LogLimiter in src/server/request_log.h),
+  // exported as schedext_log_suppressed_total.
+  void RecordLogSuppressed(uint64_t lines) {
+    log_suppressed_.fetch_add(lines, std::memory_order_relaxed);
+  }
 
   // Appends the Prometheus text exposition of every series.
   void Render(std::string& out) const;
@@ -67,6 +72,7 @@ class Metrics {
   };
   std::vector<std::string> names_;
   std::unique_ptr<ProfileSeries[]> series_;
+  std::atomic<uint64_t> log_suppressed_{0};
   std::function<void(std::string& out)> extra_;
 };
 
