@@ -76,10 +76,13 @@ constexpr std::array<std::string_view, 9> kClusterFields = {
     "burst",          "timeoutSeconds", "assumeTtlSeconds", "pageSize",
     "readyDuringRelist"};
 constexpr std::array<std::string_view, 3> kClusterModes = {"auto", "required", "disabled"};
-constexpr std::array<std::string_view, 10> kServerFields = {
-    "listen",           "threads",           "maxBodyBytes",        "keepAliveTimeoutSeconds",
-    "keepAliveMaxCount", "readTimeoutSeconds", "writeTimeoutSeconds", "shutdownGraceSeconds",
-    "keepBufferBytes",  "keepLargeBuffers"};
+constexpr std::array<std::string_view, 18> kServerFields = {
+    "listen",          "threads",          "maxConnections",       "maxHeaderBytes",
+    "maxBodyBytes",    "headerTimeoutSeconds", "bodyTimeoutSeconds", "readTimeoutSeconds",
+    "writeTimeoutSeconds", "keepAliveTimeoutSeconds", "keepAliveMaxCount", "bindThreads",
+    "maxPendingBinds", "shutdownGraceSeconds", "keepBufferBytes",   "keepLargeBuffers",
+    "statusListen",    "tls"};
+constexpr std::array<std::string_view, 3> kTlsFields = {"certFile", "keyFile", "clientCAFile"};
 constexpr std::array<std::string_view, 2> kLogFields = {"level", "format"};
 constexpr std::array<std::string_view, 2> kProfileFields = {"name", "policies"};
 constexpr std::array<std::string_view, 3> kPolicyFields = {"name", "weight", "args"};
@@ -365,6 +368,7 @@ class Loader {
                       bool& out) const;
 
   Status ReadServer(const Field& f, ServerConfig& server) const;
+  Status ReadTls(const Field& f, TlsConfig& tls) const;
   Status ReadLog(const Field& f, LogConfig& log) const;
   Status ReadCluster(const Field& f, ClusterConfig& cluster) const;
   Status ReadGpuShare(const Field& f, model::GpuShareConvention& gpushare) const;
@@ -499,21 +503,48 @@ Status Loader::ReadServer(const Field& f, ServerConfig& server) const {
       return ErrorAt(MarkOf(*listen), path, s.message());
     }
   }
+  if (const Field* status = fields.Find("statusListen")) {
+    std::string path = Join(kPath, "statusListen");
+    std::string text;
+    SCHEDEXT_RETURN_IF_ERROR(ReadString(*status, path, text));
+    if (!text.empty()) {
+      std::string error = ParseListen(text, server.status_host, server.status_port);
+      if (!error.empty()) {
+        return ErrorAt(MarkOf(*status), path, "listen " + Quote(text) + ": " + error);
+      }
+    }
+  }
   constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
-  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "threads", kPath, 1, 1024,
-                                       "an integer from 1 to 1024", server.threads));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "threads", kPath, 0, 1024,
+                                       "an integer from 0 (one per core) to 1024",
+                                       server.threads));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "maxConnections", kPath, 1, 1000000,
+                                       "an integer from 1 to 1000000", server.max_connections));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "maxHeaderBytes", kPath, 1024, 16 << 20,
+                                       "an integer from 1024 to 16777216",
+                                       server.max_header_bytes));
   SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "maxBodyBytes", kPath, 1, kMaxInt64,
                                        "a positive integer", server.max_body_bytes));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "readTimeoutSeconds", kPath, 1, 3600,
+                                       "an integer from 1 to 3600",
+                                       server.header_timeout_seconds));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "headerTimeoutSeconds", kPath, 1, 3600,
+                                       "an integer from 1 to 3600",
+                                       server.header_timeout_seconds));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "bodyTimeoutSeconds", kPath, 1, 3600,
+                                       "an integer from 1 to 3600", server.body_timeout_seconds));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "writeTimeoutSeconds", kPath, 1, 3600,
+                                       "an integer from 1 to 3600",
+                                       server.write_timeout_seconds));
   SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "keepAliveTimeoutSeconds", kPath, 1, 3600,
                                        "an integer from 1 to 3600",
                                        server.keep_alive_timeout_seconds));
   SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "keepAliveMaxCount", kPath, 1, kMaxInt64,
                                        "a positive integer", server.keep_alive_max_count));
-  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "readTimeoutSeconds", kPath, 1, 3600,
-                                       "an integer from 1 to 3600", server.read_timeout_seconds));
-  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "writeTimeoutSeconds", kPath, 1, 3600,
-                                       "an integer from 1 to 3600",
-                                       server.write_timeout_seconds));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "bindThreads", kPath, 1, 256,
+                                       "an integer from 1 to 256", server.bind_threads));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "maxPendingBinds", kPath, 1, 1000000,
+                                       "an integer from 1 to 1000000", server.max_pending_binds));
   SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "shutdownGraceSeconds", kPath, 0, 3600,
                                        "an integer from 0 to 3600",
                                        server.shutdown_grace_seconds));
@@ -521,6 +552,34 @@ Status Loader::ReadServer(const Field& f, ServerConfig& server) const {
                                        "a non-negative integer", server.keep_buffer_bytes));
   SCHEDEXT_RETURN_IF_ERROR(
       ReadBoolInto(fields, "keepLargeBuffers", kPath, server.keep_large_buffers));
+  if (const Field* tls = fields.Find("tls")) {
+    SCHEDEXT_RETURN_IF_ERROR(ReadTls(*tls, server.tls));
+  }
+  return OkStatus();
+}
+
+Status Loader::ReadTls(const Field& f, TlsConfig& tls) const {
+  constexpr std::string_view kPath = "server.tls";
+  SCHEDEXT_ASSIGN_OR_RETURN(Fields fields, ReadMapping(f.value, MarkOf(f), kPath, kTlsFields));
+  struct Key {
+    std::string_view name;
+    std::string* out;
+  };
+  for (const Key& key : {Key{"certFile", &tls.cert_file}, Key{"keyFile", &tls.key_file},
+                         Key{"clientCAFile", &tls.client_ca_file}}) {
+    if (const Field* field = fields.Find(key.name)) {
+      SCHEDEXT_RETURN_IF_ERROR(ReadString(*field, Join(kPath, key.name), *key.out));
+    }
+  }
+  if (tls.cert_file.empty() != tls.key_file.empty()) {
+    return ErrorAt(MarkOf(f), tls.cert_file.empty() ? "server.tls.certFile" : "server.tls.keyFile",
+                   "must be set together with " +
+                       std::string(tls.cert_file.empty() ? "keyFile" : "certFile"));
+  }
+  if (!tls.client_ca_file.empty() && tls.cert_file.empty()) {
+    return ErrorAt(MarkOf(f), "server.tls.clientCAFile",
+                   "needs certFile and keyFile (client certificates are checked on HTTPS only)");
+  }
   return OkStatus();
 }
 

@@ -453,11 +453,11 @@ struct HttpServer::Impl {
 void HttpServer::Impl::Configure() {
   const config::ServerConfig& c = options.server;
   server.set_tcp_nodelay(true);
-  const size_t threads = static_cast<size_t>(c.threads);
+  const size_t threads = static_cast<size_t>(c.threads > 0 ? c.threads : 32);
   server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   server.set_keep_alive_max_count(c.keep_alive_max_count);
   server.set_keep_alive_timeout(c.keep_alive_timeout_seconds);
-  server.set_read_timeout(c.read_timeout_seconds, 0);
+  server.set_read_timeout(c.header_timeout_seconds, 0);
   server.set_write_timeout(c.write_timeout_seconds, 0);
   server.set_payload_max_length(c.max_body_bytes);
   // SO_REUSEADDR only: the library default adds SO_REUSEPORT, with which a
@@ -743,7 +743,7 @@ int HttpServer::Impl::ReadBodyOfLength(const httplib::Request& req,
     return 400;  // nothing arrived: the client went away
   }
   if (first < length &&
-      !ReadFromSocket(fd, length - first, into, options.server.read_timeout_seconds)) {
+      !ReadFromSocket(fd, length - first, into, options.server.header_timeout_seconds)) {
     // Part of the body may still be on its way; it must not be taken for the
     // next request. The logger shuts the read side once the reply is written
     // (not before: the library checks that the peer can still be read from
@@ -821,7 +821,7 @@ void HttpServer::Stop() {
       // leaves its count behind), then release the idle keep-alive ones.
       const auto deadline =
           std::chrono::steady_clock::now() +
-          std::chrono::seconds(impl_->options.server.read_timeout_seconds +
+          std::chrono::seconds(impl_->options.server.header_timeout_seconds +
                                impl_->options.server.write_timeout_seconds);
       while (impl_->requests_in_flight.load() > 0 &&
              std::chrono::steady_clock::now() < deadline) {

@@ -68,14 +68,24 @@ TEST(ConfigTest, LoadsEveryField) {
 server:
   listen: "127.0.0.1:9443"
   threads: 64
+  maxConnections: 99
+  maxHeaderBytes: 2048
   maxBodyBytes: 1048576
+  headerTimeoutSeconds: 11
+  bodyTimeoutSeconds: 13
+  writeTimeoutSeconds: 12
   keepAliveTimeoutSeconds: 100
   keepAliveMaxCount: 7
-  readTimeoutSeconds: 11
-  writeTimeoutSeconds: 12
+  bindThreads: 3
+  maxPendingBinds: 17
   shutdownGraceSeconds: 0
   keepBufferBytes: 268435456
   keepLargeBuffers: false
+  statusListen: "127.0.0.1:9090"
+  tls:
+    certFile: /etc/tls/tls.crt
+    keyFile: /etc/tls/tls.key
+    clientCAFile: /etc/tls/ca.crt
 log:
   level: debug
   format: json
@@ -100,14 +110,25 @@ profiles:
   EXPECT_EQ(c.server.host, "127.0.0.1");
   EXPECT_EQ(c.server.port, 9443);
   EXPECT_EQ(c.server.threads, 64);
+  EXPECT_EQ(c.server.max_connections, 99);
+  EXPECT_EQ(c.server.max_header_bytes, 2048u);
   EXPECT_EQ(c.server.max_body_bytes, 1048576u);
+  EXPECT_EQ(c.server.header_timeout_seconds, 11);
+  EXPECT_EQ(c.server.body_timeout_seconds, 13);
+  EXPECT_EQ(c.server.write_timeout_seconds, 12);
   EXPECT_EQ(c.server.keep_alive_timeout_seconds, 100);
   EXPECT_EQ(c.server.keep_alive_max_count, 7u);
-  EXPECT_EQ(c.server.read_timeout_seconds, 11);
-  EXPECT_EQ(c.server.write_timeout_seconds, 12);
+  EXPECT_EQ(c.server.bind_threads, 3);
+  EXPECT_EQ(c.server.max_pending_binds, 17);
   EXPECT_EQ(c.server.shutdown_grace_seconds, 0);
   EXPECT_EQ(c.server.keep_buffer_bytes, size_t{268435456});
   EXPECT_FALSE(c.server.keep_large_buffers);
+  EXPECT_EQ(c.server.status_host, "127.0.0.1");
+  EXPECT_EQ(c.server.status_port, 9090);
+  EXPECT_TRUE(c.server.tls.enabled());
+  EXPECT_EQ(c.server.tls.cert_file, "/etc/tls/tls.crt");
+  EXPECT_EQ(c.server.tls.key_file, "/etc/tls/tls.key");
+  EXPECT_EQ(c.server.tls.client_ca_file, "/etc/tls/ca.crt");
   EXPECT_EQ(c.log.level, "debug");
   EXPECT_EQ(c.log.format, "json");
   EXPECT_EQ(c.default_profile, "gpu");
@@ -134,12 +155,19 @@ TEST(ConfigTest, AppliesDefaults) {
   const ServerConfig want;
   EXPECT_EQ(got->server.host, want.host);
   EXPECT_EQ(got->server.port, want.port);
-  EXPECT_EQ(got->server.threads, 32);
+  EXPECT_EQ(got->server.threads, 0);  // one per core
+  EXPECT_EQ(got->server.max_connections, 4096);
+  EXPECT_EQ(got->server.max_header_bytes, size_t{64} << 10);
   EXPECT_EQ(got->server.max_body_bytes, size_t{512} << 20);
+  EXPECT_EQ(got->server.header_timeout_seconds, 10);
+  EXPECT_EQ(got->server.body_timeout_seconds, 60);
+  EXPECT_EQ(got->server.write_timeout_seconds, 60);
   EXPECT_EQ(got->server.keep_alive_timeout_seconds, 120);
   EXPECT_EQ(got->server.keep_alive_max_count, 100000u);
-  EXPECT_EQ(got->server.read_timeout_seconds, 5);
-  EXPECT_EQ(got->server.write_timeout_seconds, 5);
+  EXPECT_EQ(got->server.bind_threads, 4);
+  EXPECT_EQ(got->server.max_pending_binds, 1024);
+  EXPECT_EQ(got->server.status_port, -1);  // no status listener
+  EXPECT_FALSE(got->server.tls.enabled());
   EXPECT_EQ(got->server.shutdown_grace_seconds, 25);
   EXPECT_EQ(got->server.keep_buffer_bytes, size_t{1} << 20);
   EXPECT_TRUE(got->server.keep_large_buffers);
@@ -148,13 +176,27 @@ TEST(ConfigTest, AppliesDefaults) {
   EXPECT_EQ(got->default_profile, "default");  // the first profile
 }
 
+// readTimeoutSeconds (per recv in the old listener) is read as the old name of
+// headerTimeoutSeconds, so existing configs keep a header deadline they chose.
+TEST(ConfigTest, ReadTimeoutSecondsIsTheOldNameOfHeaderTimeoutSeconds) {
+  StatusOr<Config> got =
+      LoadConfigText("server:\n  readTimeoutSeconds: 7\n" + std::string(kProfiles), "old.yaml");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->server.header_timeout_seconds, 7);
+  got = LoadConfigText(
+      "server:\n  readTimeoutSeconds: 7\n  headerTimeoutSeconds: 3\n" + std::string(kProfiles),
+      "both.yaml");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->server.header_timeout_seconds, 3);
+}
+
 TEST(ConfigTest, TreatsNullAsUnset) {
   // `key:` with no value, or `~`, leaves the default in place.
   std::string yaml = "server:\n  threads:\n  listen: ~\nlog:\n" + std::string(kProfiles) +
                      "        weight:\n        args:\n";
   StatusOr<Config> got = LoadConfigText(yaml, "null.yaml");
   ASSERT_TRUE(got.ok()) << got.status().ToString();
-  EXPECT_EQ(got->server.threads, 32);
+  EXPECT_EQ(got->server.threads, 0);
   EXPECT_EQ(got->server.port, 8888);
   EXPECT_EQ(got->log.level, "info");
   EXPECT_EQ(got->profiles[0].policies[0].weight, 1);
@@ -168,9 +210,14 @@ TEST(ConfigTest, RejectsUnknownFields) {
        "config.yaml:5:1: profile: unknown field (known: server, log, cluster, defaultProfile, "
        "profiles, gpushare)"},
       {"server", "server:\n  listen: \":80\"\n  listn: x\n" + p,
-       "config.yaml:3:3: server.listn: unknown field (known: listen, threads, maxBodyBytes, "
-       "keepAliveTimeoutSeconds, keepAliveMaxCount, readTimeoutSeconds, writeTimeoutSeconds, "
-       "shutdownGraceSeconds, keepBufferBytes, keepLargeBuffers)"},
+       "config.yaml:3:3: server.listn: unknown field (known: listen, threads, maxConnections, "
+       "maxHeaderBytes, maxBodyBytes, headerTimeoutSeconds, bodyTimeoutSeconds, "
+       "readTimeoutSeconds, writeTimeoutSeconds, keepAliveTimeoutSeconds, keepAliveMaxCount, "
+       "bindThreads, maxPendingBinds, shutdownGraceSeconds, keepBufferBytes, keepLargeBuffers, "
+       "statusListen, tls)"},
+      {"tls", "server:\n  tls:\n    caFile: x\n" + p,
+       "config.yaml:3:5: server.tls.caFile: unknown field (known: certFile, keyFile, "
+       "clientCAFile)"},
       {"log", "log:\n  Level: info\n" + p,
        "config.yaml:2:3: log.Level: unknown field (known: level, format)"},
       {"profile", "profiles:\n  - name: a\n    policy: []\n",
@@ -186,16 +233,37 @@ TEST(ConfigTest, RejectsUnknownFields) {
 TEST(ConfigTest, RejectsBadValues) {
   const std::string p(kProfiles);
   ExpectErrors({
-      {"threads zero", "server:\n  threads: 0\n" + p,
-       "config.yaml:2:12: server.threads: must be an integer from 1 to 1024"},
+      {"threads negative", "server:\n  threads: -1\n" + p,
+       "config.yaml:2:12: server.threads: must be an integer from 0 (one per core) to 1024"},
       {"threads too many", "server:\n  threads: 1025\n" + p,
-       "config.yaml:2:12: server.threads: must be an integer from 1 to 1024"},
+       "config.yaml:2:12: server.threads: must be an integer from 0 (one per core) to 1024"},
       {"threads quoted", "server:\n  threads: \"32\"\n" + p,
-       "config.yaml:2:12: server.threads: must be an integer from 1 to 1024"},
+       "config.yaml:2:12: server.threads: must be an integer from 0 (one per core) to 1024"},
       {"threads float", "server:\n  threads: 3.5\n" + p,
-       "config.yaml:2:12: server.threads: must be an integer from 1 to 1024"},
+       "config.yaml:2:12: server.threads: must be an integer from 0 (one per core) to 1024"},
       {"threads list", "server:\n  threads: [1]\n" + p,
-       "config.yaml:2:12: server.threads: must be an integer from 1 to 1024"},
+       "config.yaml:2:12: server.threads: must be an integer from 0 (one per core) to 1024"},
+      {"maxConnections zero", "server:\n  maxConnections: 0\n" + p,
+       "config.yaml:2:19: server.maxConnections: must be an integer from 1 to 1000000"},
+      {"maxHeaderBytes small", "server:\n  maxHeaderBytes: 100\n" + p,
+       "config.yaml:2:19: server.maxHeaderBytes: must be an integer from 1024 to 16777216"},
+      {"headerTimeoutSeconds", "server:\n  headerTimeoutSeconds: 0\n" + p,
+       "config.yaml:2:25: server.headerTimeoutSeconds: must be an integer from 1 to 3600"},
+      {"bodyTimeoutSeconds", "server:\n  bodyTimeoutSeconds: x\n" + p,
+       "config.yaml:2:23: server.bodyTimeoutSeconds: must be an integer from 1 to 3600"},
+      {"bindThreads", "server:\n  bindThreads: 0\n" + p,
+       "config.yaml:2:16: server.bindThreads: must be an integer from 1 to 256"},
+      {"maxPendingBinds", "server:\n  maxPendingBinds: 0\n" + p,
+       "config.yaml:2:20: server.maxPendingBinds: must be an integer from 1 to 1000000"},
+      {"statusListen", "server:\n  statusListen: nope\n" + p,
+       "config.yaml:2:17: server.statusListen: listen \"nope\": expected host:port"},
+      {"tls key without cert", "server:\n  tls:\n    keyFile: k\n" + p,
+       "config.yaml:3:5: server.tls.certFile: must be set together with keyFile"},
+      {"tls cert without key", "server:\n  tls:\n    certFile: c\n" + p,
+       "config.yaml:3:5: server.tls.keyFile: must be set together with certFile"},
+      {"tls client CA alone", "server:\n  tls:\n    clientCAFile: ca\n" + p,
+       "config.yaml:3:5: server.tls.clientCAFile: needs certFile and keyFile (client "
+       "certificates are checked on HTTPS only)"},
       {"maxBodyBytes zero", "server:\n  maxBodyBytes: 0\n" + p,
        "config.yaml:2:17: server.maxBodyBytes: must be a positive integer"},
       {"maxBodyBytes overflow", "server:\n  maxBodyBytes: 99999999999999999999\n" + p,

@@ -802,7 +802,7 @@ TEST(HttpServerDirectReadTest, KeepAliveStaysInStepWhateverWayTheBodyArrives) {
   }
   TestServer server([](HttpServerOptions& o) {
     o.direct_read_min_bytes = 1024;
-    o.server.read_timeout_seconds = 1;
+    o.server.header_timeout_seconds = 1;
   });
   ASSERT_TRUE(server.init().ok()) << server.init().ToString();
 

@@ -21,30 +21,66 @@
 
 namespace schedext::config {
 
+// Section server.tls: the listener serves HTTPS when certFile and keyFile are
+// set (kube-scheduler's enableHTTPS + tlsConfig). With clientCAFile, the
+// handshake requires a client certificate signed by that CA: the only caller
+// authentication kube-scheduler can do. The files are re-read when they change.
+struct TlsConfig {
+  std::string cert_file;       // PEM certificate chain, leaf first
+  std::string key_file;        // PEM private key of the leaf
+  std::string client_ca_file;  // PEM CA bundle; empty: no client certificate asked
+  bool enabled() const { return !cert_file.empty(); }
+};
+
+// Section server: the listener. Limits and deadlines are per connection; the
+// defaults are what a production server in front of kube-scheduler needs.
 struct ServerConfig {
   std::string host = "0.0.0.0";  // IPv4, IPv6 (no brackets) or a host name
   int port = 8888;
-  // Worker threads. Each keep-alive connection pins one while it is open.
-  int threads = 32;
+  // I/O threads (event-driven: a connection costs memory, not a thread);
+  // 0: one per core.
+  int threads = 0;
+  // Open connections beyond this are closed as soon as they are accepted.
+  int max_connections = 4096;
+  // The header section of a request (request line to blank line): 431 above.
+  size_t max_header_bytes = size_t{64} << 10;
+  // 413 from Content-Length before any body byte is read (a 15,000-node
+  // full-mode body is ~174 MB).
   size_t max_body_bytes = size_t{512} << 20;
-  int keep_alive_timeout_seconds = 120;  // above Go's 90 s idle timeout
-  size_t keep_alive_max_count = 100000;
-  int read_timeout_seconds = 5;
-  int write_timeout_seconds = 5;
+  // Deadlines for the whole header section (from a connection's accept or a
+  // request's first byte) and for the whole body, not per read: a client that
+  // trickles bytes is cut off when they pass. readTimeoutSeconds in a config
+  // file is the old name of headerTimeoutSeconds.
+  int header_timeout_seconds = 10;
+  int body_timeout_seconds = 60;
+  // Deadline for writing one whole reply.
+  int write_timeout_seconds = 60;
+  // An idle keep-alive connection is closed after this; above Go's 90 s idle
+  // timeout, so kube-scheduler closes first and never races the close.
+  int keep_alive_timeout_seconds = 120;
+  size_t keep_alive_max_count = 100000;  // requests per connection
+  // bind calls the Kubernetes API and may block for seconds: it runs on this
+  // many threads of its own, never on an I/O thread. Beyond
+  // max_pending_binds waiting binds, a bind is answered 503 at once.
+  int bind_threads = 4;
+  int max_pending_binds = 1024;
   // Seconds to wait for in-flight requests on SIGTERM before exiting anyway.
   int shutdown_grace_seconds = 25;
-  // A worker keeps its request buffer, JSON parser and reply buffer between
-  // requests up to this size (node-cache requests: a 15,000-name body is
-  // 0.7 MB); larger ones go to the spare set below or are freed after each
-  // request, so 32 workers cannot each sit on a full-mode request's memory.
+  // A request's buffers (body, JSON parser, reply) are kept for the next
+  // request up to this size (node-cache requests: a 15,000-name body is
+  // 0.7 MB); larger ones are freed after the request, or kept once (below).
   size_t keep_buffer_bytes = size_t{1} << 20;
-  // Requests larger than that borrow one spare set of buffers (request body,
-  // parser and scratch, reply) shared by all workers, and give it back after
-  // the reply instead of freeing it: the next large request finds its memory
-  // already mapped. Resident memory then stays at the peak of one large
-  // request (~150 MB for a 5,000-node full-mode filter) however many workers
-  // serve them; false frees everything over keepBufferBytes after each request.
+  // Keep one set of buffers larger than keepBufferBytes for the next large
+  // request instead of freeing it: the next 5,000-node full-mode filter finds
+  // its ~150 MB already mapped. Resident memory stays at the peak of one such
+  // request however many connections send them; false frees them each time.
   bool keep_large_buffers = true;
+  // The status listener (server.statusListen, "HOST:PORT"): plain HTTP, only
+  // GET /healthz, /readyz, /version and /metrics, for kubelet probes and
+  // Prometheus, which carry no client certificate. Off (port -1) unless set.
+  std::string status_host = "0.0.0.0";
+  int status_port = -1;
+  TlsConfig tls;
 };
 
 struct LogConfig {
