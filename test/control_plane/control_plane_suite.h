@@ -21,6 +21,7 @@
 #define SCHEDEXT_TEST_CONTROL_PLANE_CONTROL_PLANE_SUITE_H_
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
 #include <functional>
@@ -42,6 +43,9 @@ class ControlPlaneSuite : public ::testing::Test {
   // Finds the binaries and starts the shared control plane (call from the
   // derived suite's SetUpTestSuite).
   static void StartSharedControlPlane(ControlPlaneOptions options = {}) {
+    // As schedext's main does: a peer that closed its end of a TLS
+    // connection must not kill the process on the next write.
+    ::signal(SIGPIPE, SIG_IGN);
     State& s = state();
     s = State{};
     StatusOr<ControlPlaneBinaries> binaries = FindControlPlaneBinaries();

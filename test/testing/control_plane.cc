@@ -612,6 +612,50 @@ Status ControlPlane::CreateNamespace(std::string_view name) const {
   return Apply(yaml);
 }
 
+StatusOr<ApiReply> ControlPlane::AdminRequest(std::string_view method, std::string_view path,
+                                              std::string_view body) const {
+  httplib::SSLClient c("127.0.0.1", api_port_);
+  c.set_ca_cert_path(ca_file().c_str());
+  c.enable_server_certificate_verification(true);
+  c.set_connection_timeout(5, 0);
+  c.set_read_timeout(30, 0);
+  c.set_write_timeout(30, 0);
+  c.set_bearer_token_auth(admin_token_);
+  httplib::Request req;
+  req.method = std::string(method);
+  req.path = std::string(path);
+  req.body = std::string(body);
+  if (!body.empty()) {
+    req.set_header("Content-Type",
+                   method == "PATCH" ? "application/merge-patch+json" : "application/json");
+  }
+  req.set_header("Accept", "application/json");
+  httplib::Result res = c.send(req);
+  if (!res) {
+    return UnavailableError(std::string(method) + " " + std::string(path) + ": " +
+                            httplib::to_string(res.error()));
+  }
+  return ApiReply{res->status, res->body};
+}
+
+StatusOr<std::string> ControlPlane::Create(std::string_view collection_path,
+                                           std::string_view object_json) const {
+  SCHEDEXT_ASSIGN_OR_RETURN(ApiReply r, AdminRequest("POST", collection_path, object_json));
+  if (r.status != 201) {
+    return FailedPreconditionError("POST " + std::string(collection_path) + ": " +
+                                   std::to_string(r.status) + " " + r.body);
+  }
+  return r.body;
+}
+
+Status ControlPlane::Delete(std::string_view path, bool missing_ok) const {
+  SCHEDEXT_ASSIGN_OR_RETURN(ApiReply r,
+                            AdminRequest("DELETE", std::string(path) + "?gracePeriodSeconds=0"));
+  if (r.status == 200 || r.status == 202 || (missing_ok && r.status == 404)) return OkStatus();
+  return FailedPreconditionError("DELETE " + std::string(path) + ": " + std::to_string(r.status) +
+                                 " " + r.body);
+}
+
 // --- etcd through its v3 JSON gateway (no etcdctl needed).
 namespace {
 

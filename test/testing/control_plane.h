@@ -114,6 +114,12 @@ struct SchedulerProcess {
   std::string log_path;     // its stdout + stderr
 };
 
+// An answer of the API server to ControlPlane::AdminRequest.
+struct ApiReply {
+  int status = 0;
+  std::string body;
+};
+
 // Result of RunCommand.
 struct CommandResult {
   int exit_code = -1;  // -1: killed by a signal or by the timeout
@@ -175,6 +181,20 @@ class ControlPlane {
   // Stops it (SIGTERM, then SIGKILL) by PID. Idempotent.
   void StopScheduler();
   const SchedulerProcess& scheduler() const { return scheduler_; }
+
+  // --- Setup calls as admin, on a fresh connection each (independent of
+  // schedext's client, so a test's setup never depends on the code under
+  // test): `method` GET/POST/PUT/PATCH/DELETE, `body` JSON (PATCH: a merge
+  // patch). kUnavailable on a transport failure; any HTTP status is a reply.
+  StatusOr<ApiReply> AdminRequest(std::string_view method, std::string_view path,
+                                  std::string_view body = {}) const;
+  // POST `object_json` to `collection_path`; an error unless 201. Returns the
+  // created object.
+  StatusOr<std::string> Create(std::string_view collection_path,
+                               std::string_view object_json) const;
+  // DELETE `path` with gracePeriodSeconds=0; an error unless 200 (or 404
+  // with `missing_ok`).
+  Status Delete(std::string_view path, bool missing_ok = false) const;
 
   // --- kubectl as admin: `kubectl --kubeconfig <admin> <args...>`.
   StatusOr<CommandResult> Kubectl(const std::vector<std::string>& args,

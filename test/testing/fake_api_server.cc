@@ -2,6 +2,8 @@
 // for the transport, OpenSSL 3 for the throwaway PKI.
 #include "testing/fake_api_server.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <openssl/bio.h>
 #include <openssl/bn.h>
 #include <openssl/err.h>
@@ -10,14 +12,18 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <poll.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -827,7 +833,8 @@ void FakeApiServer::Impl::HandleList(FakeResource r, const std::string& ns,
         std::sscanf(decoded.c_str(), "%llu:%llu:%n", &token_rv, &token_gen, &consumed) != 2 ||
         consumed == 0) {
       lock.unlock();
-      Reply(res, 400, StatusJson(400, "BadRequest", "continue key is not valid"));
+      Reply(res, 400,
+            StatusJson(400, "BadRequest", "invalid continue token: continue key is not valid"));
       return;
     }
     if (token_gen != continue_generation || token_rv < compacted_rv) {
@@ -835,7 +842,11 @@ void FakeApiServer::Impl::HandleList(FakeResource r, const std::string& ns,
       Reply(res, 410,
             StatusJson(410, "Expired",
                        "The provided continue parameter is too old to display a consistent list "
-                       "result. You can start a new list without the continue parameter."));
+                       "result. You can start a new list without the continue parameter, or use "
+                       "the continue token in this response to retrieve the remainder of the "
+                       "results. Continuing with the provided token results in an inconsistent "
+                       "list - objects that were created, modified, or deleted between the time "
+                       "the first chunk was returned and now may show up in the list."));
       return;
     }
     list_rv = token_rv;
@@ -1020,25 +1031,35 @@ void FakeApiServer::Impl::HandlePatch(const httplib::Request& req, httplib::Resp
 }
 
 // The API server's PATCH of a pod, for JSON merge patches only (RFC 7386).
-// metadata.uid and metadata.resourceVersion in the patch act as
-// preconditions: in the real server they are merged into the object and then
-// compared with the stored one by the storage layer; here they are compared
-// first and never written.
+// metadata.resourceVersion in the patch is a precondition (409 Conflict when
+// it differs: the real server merges it into the object and the storage
+// layer's optimistic concurrency refuses it). metadata.uid is no storage
+// precondition for a PATCH (only PUT and the Binding have one): a different
+// uid is merged in and fails validation, 422 Invalid "field is immutable"
+// (checked against kube-apiserver 1.26 in test/control_plane/). The
+// resourceVersion is checked first, as the real server does.
 void FakeApiServer::Impl::HandlePodPatch(const std::string& ns, const std::string& name,
                                          const httplib::Request& req, httplib::Response& res) {
   const std::string media_type = MediaType(req.get_header_value("Content-Type"));
   if (media_type != "application/merge-patch+json") {
     // The real server also accepts json-patch, strategic-merge and apply
     // patches; the fake does not implement them.
-    Reply(res, 415,
-          StatusJson(415, "UnsupportedMediaType",
-                     "the body of the request was in an unknown format - accepted media types "
-                     "include: application/merge-patch+json"));
+    Reply(res, 415, StatusJson(415, "UnsupportedMediaType", "415: Unsupported Media Type"));
     return;
   }
   json patch = json::parse(req.body, nullptr, false);
   if (!patch.is_object()) {
-    Reply(res, 400, StatusJson(400, "BadRequest", "error decoding patch: not a JSON object"));
+    // Go's encoding/json words; a parse error's exact text is not imitated.
+    const char* type = patch.is_array()    ? "array"
+                       : patch.is_string() ? "string"
+                       : patch.is_number() ? "number"
+                       : patch.is_boolean() ? "bool"
+                                            : nullptr;
+    Reply(res, 400,
+          StatusJson(400, "BadRequest",
+                     type != nullptr ? std::string("error decoding patch: json: cannot unmarshal ") +
+                                           type + " into Go value of type map[string]interface {}"
+                                     : std::string("error decoding patch: invalid JSON")));
     return;
   }
   std::string uid;
@@ -1060,18 +1081,6 @@ void FakeApiServer::Impl::HandlePodPatch(const std::string& ns, const std::strin
   }
   const std::string conflict = "Operation cannot be fulfilled on pods \"" + name + "\": ";
   const std::string stored_uid = StringAt(it->second, {"metadata", "uid"});
-  if (!uid.empty() && uid != stored_uid) {
-    // storage/etcd3 checkPreconditions' message inside the StorageError that
-    // storeerr.InterpretUpdateError turns into a Conflict.
-    lock.unlock();
-    Reply(res, 409,
-          StatusJson(409, "Conflict",
-                     conflict + "StorageError: invalid object, Code: 4, Key: /registry/pods/" + ns +
-                         "/" + name + ", ResourceVersion: 0, AdditionalErrorMsg: Precondition "
-                         "failed: UID in precondition: " + uid + ", UID in object meta: " +
-                         stored_uid));
-    return;
-  }
   if (!resource_version.empty() &&
       resource_version != StringAt(it->second, {"metadata", "resourceVersion"})) {
     lock.unlock();
@@ -1081,14 +1090,32 @@ void FakeApiServer::Impl::HandlePodPatch(const std::string& ns, const std::strin
                                 "latest version and try again"));
     return;
   }
+  if (!uid.empty() && uid != stored_uid) {
+    // ValidateObjectMetaUpdate's answer (the real Status also has
+    // details.causes, not imitated).
+    lock.unlock();
+    Reply(res, 422,
+          StatusJson(422, "Invalid",
+                     "Pod \"" + name + "\" is invalid: metadata.uid: Invalid value: \"" + uid +
+                         "\": field is immutable"));
+    return;
+  }
   json updated = it->second;
   updated.merge_patch(patch);
-  if (StringAt(updated, {"metadata", "name"}) != name ||
-      StringAt(updated, {"metadata", "namespace"}) != ns) {
+  if (StringAt(updated, {"metadata", "name"}) != name) {
     lock.unlock();
     Reply(res, 400,
           StatusJson(400, "BadRequest",
-                     "the name or namespace of the object does not match the URL"));
+                     "the name of the object (" + StringAt(updated, {"metadata", "name"}) +
+                         ") does not match the name on the URL (" + name + ")"));
+    return;
+  }
+  if (StringAt(updated, {"metadata", "namespace"}) != ns) {
+    lock.unlock();
+    Reply(res, 400,
+          StatusJson(400, "BadRequest",
+                     "the namespace of the provided object does not match the namespace sent on "
+                     "the request"));
     return;
   }
   ApplyLocked(FakeResource::kPods, std::move(updated));
@@ -1127,7 +1154,11 @@ void FakeApiServer::Impl::HandleBind(const std::string& ns, const std::string& n
   // Default: the API server's pods/binding semantics (BindingREST.Create).
   const json binding = json::parse(req.body, nullptr, false);
   if (!binding.is_object()) {
-    Reply(res, 400, StatusJson(400, "BadRequest", "the body is not a JSON object"));
+    // The start of the real decoder's message (its JSON error is not imitated).
+    Reply(res, 400,
+          StatusJson(400, "BadRequest",
+                     "the object provided is unrecognized (must be of type Binding): couldn't "
+                     "get version/kind; json parse error"));
     record(400);
     return;
   }
@@ -1140,9 +1171,14 @@ void FakeApiServer::Impl::HandleBind(const std::string& ns, const std::string& n
   const std::string target_kind = StringAt(binding, {"target", "kind"});
   const std::string node = StringAt(binding, {"target", "name"});
   if ((!target_kind.empty() && target_kind != "Node") || node.empty()) {
-    Reply(res, 422,
-          StatusJson(422, "Invalid", "Binding \"" + name + "\" is invalid: target: invalid"));
-    record(422);
+    // BindingREST returns its validation error unwrapped: a 500 without a
+    // reason, not a 422.
+    const std::string message =
+        node.empty() ? std::string("target.name: Required value")
+                     : "target.kind: Unsupported value: \"" + target_kind +
+                           "\": supported values: \"Node\", \"<empty>\"";
+    Reply(res, 500, StatusJson(500, "", message));
+    record(500);
     return;
   }
   std::unique_lock<std::mutex> lock(mu);
@@ -1160,10 +1196,16 @@ void FakeApiServer::Impl::HandleBind(const std::string& ns, const std::string& n
     const std::string pod_uid = StringAt(pod, {"metadata", "uid"});
     const std::string assigned = StringAt(pod, {"spec", "nodeName"});
     if (!uid.empty() && uid != pod_uid) {
+      // The storage layer's precondition (etcd3 checkPreconditions inside a
+      // StorageError), worded for "pods", not "pods/binding".
       status = 409;
       body = StatusJson(409, "Conflict",
-                        conflict + "Precondition failed: UID in precondition: " + uid +
-                            ", UID in object meta: " + pod_uid);
+                        "Operation cannot be fulfilled on pods \"" + name +
+                            "\": StorageError: invalid object, Code: 4, Key: /registry/pods/" +
+                            ns + "/" + name +
+                            ", ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID "
+                            "in precondition: " +
+                            uid + ", UID in object meta: " + pod_uid);
     } else if (!StringAt(pod, {"metadata", "deletionTimestamp"}).empty()) {
       status = 409;
       body = StatusJson(409, "Conflict",
@@ -1512,6 +1554,236 @@ void FakeApiServer::ClearRecords() {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->requests.clear();
   impl_->bindings.clear();
+}
+
+// --- FaultProxy ---------------------------------------------------------------
+
+struct FaultProxy::Impl {
+  explicit Impl(int backend) : backend_port(backend) {}
+
+  void AcceptLoop();
+  void Relay(int client, int backend);
+  // Closes `fd` with an RST instead of a FIN.
+  static void Reset(int fd) {
+    linger l{1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+    close(fd);
+  }
+  static bool SendAll(int fd, const char* data, size_t size) {
+    while (size > 0) {
+      const ssize_t n = send(fd, data, size, MSG_NOSIGNAL);
+      if (n <= 0) {
+        return false;
+      }
+      data += n;
+      size -= static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  const int backend_port;
+  std::string error;
+  int listen_fd = -1;
+  int port = 0;
+  std::atomic<bool> stopping{false};
+  std::thread acceptor;
+
+  mutable std::mutex mu;
+  std::vector<std::thread> relays;  // guarded by mu
+  std::chrono::milliseconds idle_reset{0};
+  int reset_new = 0;
+  bool cut_armed = false;
+  size_t cut_after = 0;
+  size_t connections = 0;
+  size_t idle_resets = 0;
+  size_t new_resets = 0;
+  size_t cuts = 0;
+};
+
+void FaultProxy::Impl::AcceptLoop() {
+  while (!stopping.load()) {
+    pollfd p{listen_fd, POLLIN, 0};
+    if (poll(&p, 1, 50) <= 0) {
+      continue;
+    }
+    const int client = accept(listen_fd, nullptr, nullptr);
+    if (client < 0) {
+      continue;
+    }
+    const int backend = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(backend_port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (backend < 0 || connect(backend, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      if (backend >= 0) {
+        close(backend);
+      }
+      close(client);
+      continue;
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    ++connections;
+    relays.emplace_back([this, client, backend] { Relay(client, backend); });
+  }
+}
+
+void FaultProxy::Impl::Relay(int client, int backend) {
+  bool fresh = true;
+  Clock::time_point last = Clock::now();
+  bool cutting = false;
+  size_t cut_left = 0;
+  char buf[64 * 1024];
+  bool client_open = true;
+  while (!stopping.load()) {
+    pollfd p[2] = {{client, POLLIN, 0}, {backend, POLLIN, 0}};
+    const int n = poll(p, 2, 50);
+    if (n < 0) {
+      break;
+    }
+    if (n == 0) {
+      continue;
+    }
+    if (p[0].revents != 0) {
+      const ssize_t got = recv(client, buf, sizeof(buf), 0);
+      if (got <= 0) {
+        break;
+      }
+      bool reset = false;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (fresh && reset_new > 0) {
+          --reset_new;
+          ++new_resets;
+          reset = true;
+        } else if (!fresh && idle_reset.count() > 0 && Clock::now() - last >= idle_reset) {
+          ++idle_resets;
+          reset = true;
+        } else if (cut_armed) {
+          cut_armed = false;
+          cutting = true;
+          cut_left = cut_after;
+        }
+      }
+      fresh = false;
+      if (reset) {
+        Reset(client);
+        client_open = false;
+        break;
+      }
+      if (!SendAll(backend, buf, static_cast<size_t>(got))) {
+        break;
+      }
+      last = Clock::now();
+    }
+    if (p[1].revents != 0) {
+      const ssize_t got = recv(backend, buf, sizeof(buf), 0);
+      if (got <= 0) {
+        break;
+      }
+      size_t forward = static_cast<size_t>(got);
+      if (cutting) {
+        forward = std::min(forward, cut_left);
+        cut_left -= forward;
+      }
+      if (!SendAll(client, buf, forward)) {
+        break;
+      }
+      last = Clock::now();
+      if (cutting && cut_left == 0) {
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          ++cuts;
+        }
+        // Let the forwarded bytes reach the client before the RST does.
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        Reset(client);
+        client_open = false;
+        break;
+      }
+    }
+  }
+  if (client_open) {
+    close(client);
+  }
+  close(backend);
+}
+
+FaultProxy::FaultProxy(int backend_port) : impl_(std::make_unique<Impl>(backend_port)) {}
+FaultProxy::~FaultProxy() { Stop(); }
+
+bool FaultProxy::Start() {
+  Impl& m = *impl_;
+  m.listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = 0;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (m.listen_fd < 0 || bind(m.listen_fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      listen(m.listen_fd, 64) != 0 ||
+      getsockname(m.listen_fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    m.error = std::string("cannot listen on 127.0.0.1:0: ") + std::strerror(errno);
+    return false;
+  }
+  m.port = ntohs(addr.sin_port);
+  m.acceptor = std::thread([&m] { m.AcceptLoop(); });
+  return true;
+}
+
+void FaultProxy::Stop() {
+  Impl& m = *impl_;
+  m.stopping.store(true);
+  if (m.acceptor.joinable()) {
+    m.acceptor.join();
+  }
+  std::vector<std::thread> relays;
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    relays.swap(m.relays);
+  }
+  for (std::thread& t : relays) {
+    t.join();
+  }
+  if (m.listen_fd >= 0) {
+    close(m.listen_fd);
+    m.listen_fd = -1;
+  }
+}
+
+const std::string& FaultProxy::error() const { return impl_->error; }
+int FaultProxy::port() const { return impl_->port; }
+std::string FaultProxy::url(bool tls) const {
+  return std::string(tls ? "https" : "http") + "://127.0.0.1:" + std::to_string(impl_->port);
+}
+void FaultProxy::SetIdleReset(std::chrono::milliseconds idle) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->idle_reset = idle;
+}
+void FaultProxy::ResetNewConnections(int n) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->reset_new = n;
+}
+void FaultProxy::CutNextResponseAfter(size_t bytes) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->cut_armed = true;
+  impl_->cut_after = bytes;
+}
+size_t FaultProxy::connections() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->connections;
+}
+size_t FaultProxy::idle_resets() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->idle_resets;
+}
+size_t FaultProxy::new_connection_resets() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->new_resets;
+}
+size_t FaultProxy::cut_responses() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->cuts;
 }
 
 }  // namespace schedext::testing

@@ -19,15 +19,20 @@
 //   * GET /api/v1/namespaces/{ns}/pods/{name}.
 //   * PATCH /api/v1/namespaces/{ns}/pods/{name} with a JSON merge patch
 //     (RFC 7386; Content-Type application/merge-patch+json, 415 otherwise):
-//     metadata.uid and metadata.resourceVersion in the patch are
-//     preconditions (409 Conflict in the API server's words when they differ
-//     from the stored pod; never written), the rest is merged, the resource
-//     version bumped, MODIFIED sent to pod watches, 200 with the pod; 404 for
-//     an unknown pod.
+//     metadata.resourceVersion in the patch is a precondition (409 Conflict
+//     "the object has been modified" when it differs), a different
+//     metadata.uid is refused as the real validation does (422 Invalid
+//     "metadata.uid: ... field is immutable"; neither is ever written), the
+//     rest is merged, the resource version bumped, MODIFIED sent to pod
+//     watches, 200 with the pod; 404 for an unknown pod.
 //   * POST /api/v1/namespaces/{ns}/pods/{name}/binding: by default with the
 //     API server's semantics (201 + Success Status, sets spec.nodeName and
 //     emits MODIFIED; 404 when the pod is unknown; 409 "already assigned";
-//     400 on a name mismatch); SetBindResponse() scripts the answer instead.
+//     409 for a Binding whose metadata.uid differs (the storage
+//     precondition); 400 on a name mismatch; 500 for a bad target, as the
+//     real BindingREST answers); SetBindResponse() scripts the answer instead.
+//   The wordings of these answers were checked against kube-apiserver 1.26
+//   (test/control_plane/cluster_api_test.cc asserts the real ones).
 //
 // Typical use:
 //
@@ -225,6 +230,57 @@ class FakeApiServer {
   // A Status object as the API server writes it, e.g.
   // StatusJson(409, "Conflict", "Operation cannot be fulfilled ...").
   static std::string StatusJson(int code, std::string_view reason, std::string_view message);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// FaultProxy: a TCP relay on 127.0.0.1 in front of a server (usually a
+// FakeApiServer; TLS passes through untouched) that breaks connections the
+// way a real API server's keep-alive handling does, and counts what it did,
+// so a test sees both sides of a retry:
+//
+//   FaultProxy proxy(api.port());
+//   ASSERT_TRUE(proxy.Start()) << proxy.error();
+//   proxy.SetIdleReset(300ms);   // ... point the client at proxy.url(tls) ...
+//
+// Each accepted connection gets its own connection to the backend and a relay
+// thread; Stop() (and the destructor) ends them all and joins. Thread-safety:
+// every method may be called from any thread while it runs.
+class FaultProxy {
+ public:
+  explicit FaultProxy(int backend_port);
+  ~FaultProxy();
+  FaultProxy(const FaultProxy&) = delete;
+  FaultProxy& operator=(const FaultProxy&) = delete;
+
+  // Binds 127.0.0.1:0 and accepts on a thread. False with error() on failure.
+  bool Start();
+  void Stop();
+  const std::string& error() const;
+  int port() const;
+  // "https://127.0.0.1:<port>" or "http://..." (the backend decides which is right).
+  std::string url(bool tls) const;
+
+  // A connection that has been idle (no byte either way) for at least `idle`
+  // and then receives a byte from the client is reset (RST) without
+  // forwarding it: the server closed the idle connection just as a request
+  // went out, so the client's send or read fails before any response byte.
+  // Zero (the default) disables it.
+  void SetIdleReset(std::chrono::milliseconds idle);
+  // The next `n` accepted connections are reset when their first byte from
+  // the client arrives (a fresh connection that fails).
+  void ResetNewConnections(int n);
+  // The next connection to receive client bytes forwards only the first
+  // `bytes` bytes of what the server answers, then is reset: a response that
+  // began and broke off.
+  void CutNextResponseAfter(size_t bytes);
+
+  size_t connections() const;  // accepted so far
+  size_t idle_resets() const;  // SetIdleReset faults injected
+  size_t new_connection_resets() const;
+  size_t cut_responses() const;
 
  private:
   struct Impl;
