@@ -28,6 +28,7 @@
 #include <vector>
 
 #include <httplib.h>
+#include <spdlog/spdlog.h>
 
 namespace schedext::cluster {
 namespace {
@@ -341,6 +342,116 @@ class TokenBucket {
   Clock::time_point last_;
 };
 
+// --- Connections ------------------------------------------------------------
+
+// What the stale-connection retry needs to know about a connection's last
+// request: whether the library opened a new socket for it, and whether any
+// byte of the response arrived.
+struct ConnectionProbe {
+  uint64_t connects = 0;        // sockets opened (counted by the socket-options hook)
+  uint64_t response_bytes = 0;  // plain: bytes read; TLS: application-data records
+};
+
+// A Stream that counts what is read through it.
+class CountingStream final : public httplib::Stream {
+ public:
+  CountingStream(httplib::Stream& inner, ConnectionProbe& probe) : inner_(inner), probe_(probe) {}
+
+  bool is_readable() const override { return inner_.is_readable(); }
+  bool is_writable() const override { return inner_.is_writable(); }
+  ssize_t read(char* ptr, size_t size) override {
+    const ssize_t n = inner_.read(ptr, size);
+    if (n > 0) {
+      probe_.response_bytes += static_cast<uint64_t>(n);
+    }
+    return n;
+  }
+  ssize_t write(const char* ptr, size_t size) override { return inner_.write(ptr, size); }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    inner_.get_remote_ip_and_port(ip, port);
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    inner_.get_local_ip_and_port(ip, port);
+  }
+  socket_t socket() const override { return inner_.socket(); }
+
+ private:
+  httplib::Stream& inner_;
+  ConnectionProbe& probe_;
+};
+
+// The library's client with a probe. `SocketOpen()` before a request says
+// whether it would go out on a connection kept from an earlier one.
+class Probed {
+ public:
+  virtual ~Probed() = default;
+  virtual bool SocketOpen() const = 0;
+  ConnectionProbe probe;
+};
+
+// Plain HTTP: the library's own socket stream (process_client_socket is what
+// ClientImpl::process_socket calls), seen through a CountingStream.
+class PlainClient final : public httplib::ClientImpl, public Probed {
+ public:
+  PlainClient(const std::string& host, int port) : httplib::ClientImpl(host, port) {}
+  bool SocketOpen() const override {
+    std::lock_guard<std::mutex> lock(socket_mutex_);
+    return socket_.is_open();
+  }
+
+ private:
+  bool process_socket(const Socket& socket,
+                      std::function<bool(httplib::Stream& strm)> callback) override {
+    return httplib::detail::process_client_socket(socket.sock, read_timeout_sec_,
+                                                  read_timeout_usec_, write_timeout_sec_,
+                                                  write_timeout_usec_, [&](httplib::Stream& strm) {
+                                                    CountingStream counted(strm, probe);
+                                                    return callback(counted);
+                                                  });
+  }
+};
+
+// TLS: SSLClient keeps its stream private, so OpenSSL's message callback
+// counts decrypted application-data records instead (a close_notify alert or
+// a post-handshake session ticket is not a response byte).
+void OnTlsMessage(int write_p, int /*version*/, int content_type, const void* buf, size_t len,
+                  SSL* ssl, void* arg) {
+  if (write_p != 0 || arg == nullptr || len < 1) {
+    return;
+  }
+  const unsigned char type = *static_cast<const unsigned char*>(buf);
+  // TLS 1.3 hides the real type inside the encrypted record (reported once
+  // decrypted); TLS 1.2 shows it in the record header.
+  const bool app_data =
+      SSL_version(ssl) == TLS1_3_VERSION
+          ? content_type == SSL3_RT_INNER_CONTENT_TYPE && type == SSL3_RT_APPLICATION_DATA
+          : content_type == SSL3_RT_HEADER && type == SSL3_RT_APPLICATION_DATA;
+  if (app_data) {
+    ++static_cast<ConnectionProbe*>(arg)->response_bytes;
+  }
+}
+
+class TlsClient final : public httplib::SSLClient, public Probed {
+ public:
+  TlsClient(const std::string& host, int port) : httplib::SSLClient(host, port) {
+    if (SSL_CTX* ctx = ssl_context()) {
+      SSL_CTX_set_msg_callback(ctx, OnTlsMessage);
+      SSL_CTX_set_msg_callback_arg(ctx, &probe);
+    }
+  }
+  bool SocketOpen() const override {
+    std::lock_guard<std::mutex> lock(socket_mutex_);
+    return socket_.is_open();
+  }
+};
+
+// A pooled connection.
+struct Connection {
+  std::unique_ptr<httplib::ClientImpl> http;
+  Probed* probed = nullptr;  // the same object as `http`
+  Clock::time_point idle_since;
+};
+
 // --- The client -------------------------------------------------------------
 
 bool IsTimeout(httplib::Error error, Clock::duration elapsed, std::chrono::milliseconds limit) {
@@ -380,10 +491,14 @@ class HttpKubeClient final : public KubeClient {
   void CancelWatches() override;
 
  private:
-  // A connection, configured; nullptr with `error` on failure.
-  std::unique_ptr<httplib::ClientImpl> NewConnection(std::chrono::milliseconds read_timeout);
-  std::unique_ptr<httplib::ClientImpl> Acquire();
-  void Release(std::unique_ptr<httplib::ClientImpl> client);
+  // A connection, configured (not connected yet); nullptr when the TLS
+  // context cannot be set up.
+  std::unique_ptr<Connection> NewConnection(std::chrono::milliseconds read_timeout);
+  // The most recently used idle connection, unless it has been idle longer
+  // than config_.idle_connection_timeout (then every idle one is dropped, as
+  // they are older still), else a new one.
+  std::unique_ptr<Connection> Acquire();
+  void Release(std::unique_ptr<Connection> connection);
 
   httplib::Headers Headers(const std::string& token) const {
     httplib::Headers h;
@@ -397,10 +512,16 @@ class HttpKubeClient final : public KubeClient {
 
   StatusOr<HttpResult> Send(const char* method, std::string_view target, std::string_view body,
                             std::string_view content_type);
-  // One attempt; `transport_ok` false when the connection must not be reused.
-  StatusOr<HttpResult> SendOnce(httplib::ClientImpl& client, const char* method,
+  // One attempt. On a transport failure, `stale` says whether Go's rule
+  // allows one retry on a fresh connection: the request went out on a
+  // connection kept from an earlier request (no new socket was opened for
+  // it), failed reading or writing before any byte of the response arrived,
+  // and not by a timeout — the server closed an idle connection as the
+  // request was sent.
+  StatusOr<HttpResult> SendOnce(Connection& connection, const char* method,
                                 const std::string& target, std::string_view body,
-                                std::string_view content_type, const std::string& token);
+                                std::string_view content_type, const std::string& token,
+                                bool& stale);
   Status TransportError(httplib::Error error, Clock::duration elapsed,
                         std::chrono::milliseconds read_timeout, const char* method,
                         const std::string& target) const;
@@ -412,18 +533,19 @@ class HttpKubeClient final : public KubeClient {
   TokenBucket limiter_;
 
   std::mutex pool_mu_;
-  std::vector<std::unique_ptr<httplib::ClientImpl>> idle_;  // guarded by pool_mu_
+  std::vector<std::unique_ptr<Connection>> idle_;  // guarded by pool_mu_; newest last
 
   std::atomic<bool> cancelled_{false};
   std::mutex watch_mu_;
   std::vector<httplib::ClientImpl*> watches_;  // running watch connections; guarded
 };
 
-std::unique_ptr<httplib::ClientImpl> HttpKubeClient::NewConnection(
-    std::chrono::milliseconds read_timeout) {
+std::unique_ptr<Connection> HttpKubeClient::NewConnection(std::chrono::milliseconds read_timeout) {
+  auto connection = std::make_unique<Connection>();
   std::unique_ptr<httplib::ClientImpl> client;
   if (endpoint_.tls) {
-    auto ssl = std::make_unique<httplib::SSLClient>(endpoint_.host, endpoint_.port);
+    auto ssl = std::make_unique<TlsClient>(endpoint_.host, endpoint_.port);
+    connection->probed = ssl.get();
     SSL_CTX* ctx = ssl->ssl_context();
     if (ctx == nullptr) {
       return nullptr;
@@ -460,8 +582,12 @@ std::unique_ptr<httplib::ClientImpl> HttpKubeClient::NewConnection(
     }
     client = std::move(ssl);
   } else {
-    client = std::make_unique<httplib::ClientImpl>(endpoint_.host, endpoint_.port);
+    auto plain = std::make_unique<PlainClient>(endpoint_.host, endpoint_.port);
+    connection->probed = plain.get();
+    client = std::move(plain);
   }
+  ConnectionProbe* probe = &connection->probed->probe;
+  client->set_socket_options([probe](socket_t) { ++probe->connects; });
   client->set_tcp_nodelay(true);
   client->set_keep_alive(true);
   client->set_follow_location(false);
@@ -470,25 +596,32 @@ std::unique_ptr<httplib::ClientImpl> HttpKubeClient::NewConnection(
   client->set_connection_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
   client->set_read_timeout(std::chrono::duration_cast<std::chrono::microseconds>(read_timeout));
   client->set_write_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
-  return client;
+  connection->http = std::move(client);
+  return connection;
 }
 
-std::unique_ptr<httplib::ClientImpl> HttpKubeClient::Acquire() {
+std::unique_ptr<Connection> HttpKubeClient::Acquire() {
+  std::vector<std::unique_ptr<Connection>> expired;  // closed outside the lock
   {
     std::lock_guard<std::mutex> lock(pool_mu_);
     if (!idle_.empty()) {
-      std::unique_ptr<httplib::ClientImpl> c = std::move(idle_.back());
-      idle_.pop_back();
-      return c;
+      if (Clock::now() - idle_.back()->idle_since <= config_.idle_connection_timeout) {
+        std::unique_ptr<Connection> c = std::move(idle_.back());
+        idle_.pop_back();
+        return c;
+      }
+      expired.swap(idle_);
     }
   }
+  expired.clear();
   return NewConnection(config_.timeout);
 }
 
-void HttpKubeClient::Release(std::unique_ptr<httplib::ClientImpl> client) {
+void HttpKubeClient::Release(std::unique_ptr<Connection> connection) {
+  connection->idle_since = Clock::now();
   std::lock_guard<std::mutex> lock(pool_mu_);
-  if (idle_.size() < kMaxIdleClients) {
-    idle_.push_back(std::move(client));
+  if (idle_.size() < kMaxIdleClients && config_.idle_connection_timeout.count() > 0) {
+    idle_.push_back(std::move(connection));
   }
   // else: destroyed here, closing its connection
 }
@@ -533,10 +666,10 @@ Status HttpKubeClient::TransportError(httplib::Error error, Clock::duration elap
   return UnavailableError(what + where);
 }
 
-StatusOr<HttpResult> HttpKubeClient::SendOnce(httplib::ClientImpl& client, const char* method,
+StatusOr<HttpResult> HttpKubeClient::SendOnce(Connection& connection, const char* method,
                                               const std::string& target, std::string_view body,
                                               std::string_view content_type,
-                                              const std::string& token) {
+                                              const std::string& token, bool& stale) {
   httplib::Request req;
   req.method = method;
   req.path = target;
@@ -546,10 +679,19 @@ StatusOr<HttpResult> HttpKubeClient::SendOnce(httplib::ClientImpl& client, const
     req.body = std::string(body);
   }
   t_verify_error.clear();
+  ConnectionProbe& probe = connection.probed->probe;
+  const bool was_open = connection.probed->SocketOpen();
+  const uint64_t connects = probe.connects;
+  probe.response_bytes = 0;
   const Clock::time_point start = Clock::now();
-  httplib::Result result = client.send(req);
+  httplib::Result result = connection.http->send(req);
   if (result.error() != httplib::Error::Success || !result) {
-    return TransportError(result.error(), Clock::now() - start, config_.timeout, method, target);
+    const httplib::Error error = result.error();
+    const Clock::duration elapsed = Clock::now() - start;
+    stale = was_open && probe.connects == connects && probe.response_bytes == 0 &&
+            (error == httplib::Error::Read || error == httplib::Error::Write) &&
+            !IsTimeout(error, elapsed, config_.timeout);
+    return TransportError(error, elapsed, config_.timeout, method, target);
   }
   HttpResult out;
   out.status = result->status;
@@ -562,21 +704,39 @@ StatusOr<HttpResult> HttpKubeClient::Send(const char* method, std::string_view t
   const std::string target(target_view);
   limiter_.Wait(nullptr);
   bool retried_auth = false;
+  bool retried_stale = false;
+  bool fresh = false;
   for (;;) {
-    std::unique_ptr<httplib::ClientImpl> client = Acquire();
-    if (!client) {
+    std::unique_ptr<Connection> connection = fresh ? NewConnection(config_.timeout) : Acquire();
+    fresh = false;
+    if (!connection) {
       return InternalError("create a connection to " + endpoint_.url + ": TLS setup failed");
     }
     StatusOr<HttpResult> result = InternalError("unreachable");
+    bool stale = false;
     try {
-      result = SendOnce(*client, method, target, body, content_type, token_.Get());
+      result = SendOnce(*connection, method, target, body, content_type, token_.Get(), stale);
     } catch (const std::exception& e) {
       return InternalError(std::string(method) + " " + target + ": " + e.what());
     }
     if (!result.ok()) {
-      return result;  // the connection is dropped with `client`
+      // The connection is dropped with `connection`. A reused one the server
+      // closed while idle: once more on a new connection, whatever the method
+      // (the server did not answer, so it most likely never read the request;
+      // if it did, a repeated Binding answers 409 and KubeBinder reads the
+      // pod back, a repeated PATCH writes the same annotations).
+      if (stale && !retried_stale) {
+        retried_stale = true;
+        fresh = true;
+        spdlog::debug(
+            "API request on a reused connection failed ({}); retrying once on a new "
+            "connection",
+            result.status().message());
+        continue;
+      }
+      return result;
     }
-    Release(std::move(client));
+    Release(std::move(connection));
     if (result->status == 401 && !retried_auth && token_.Reload()) {
       retried_auth = true;  // a rotated token: one more try with it
       continue;
@@ -607,10 +767,11 @@ Status HttpKubeClient::Watch(std::string_view path_and_query,
 
   bool retried_auth = false;
   for (;;) {
-    std::unique_ptr<httplib::ClientImpl> client = NewConnection(read_timeout);
-    if (!client) {
+    std::unique_ptr<Connection> connection = NewConnection(read_timeout);
+    if (!connection) {
       return InternalError("create a connection to " + endpoint_.url + ": TLS setup failed");
     }
+    httplib::ClientImpl* client = connection->http.get();
     // A CancelWatches() that comes before the socket exists is caught here:
     // the library calls this on the new socket before connecting.
     client->set_socket_options([this](socket_t sock) {
@@ -623,7 +784,7 @@ Status HttpKubeClient::Watch(std::string_view path_and_query,
       if (cancelled_.load()) {
         return OkStatus();
       }
-      watches_.push_back(client.get());
+      watches_.push_back(client);
     }
 
     int status = 0;
@@ -679,12 +840,12 @@ Status HttpKubeClient::Watch(std::string_view path_and_query,
           });
     } catch (const std::exception& e) {
       std::lock_guard<std::mutex> lock(watch_mu_);
-      watches_.erase(std::remove(watches_.begin(), watches_.end(), client.get()), watches_.end());
+      watches_.erase(std::remove(watches_.begin(), watches_.end(), client), watches_.end());
       return InternalError("watch " + target + ": " + e.what());
     }
     {
       std::lock_guard<std::mutex> lock(watch_mu_);
-      watches_.erase(std::remove(watches_.begin(), watches_.end(), client.get()), watches_.end());
+      watches_.erase(std::remove(watches_.begin(), watches_.end(), client), watches_.end());
     }
     if (cancelled_.load() || stopped_by_callback) {
       return OkStatus();

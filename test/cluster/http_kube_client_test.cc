@@ -509,5 +509,172 @@ TEST_F(HttpKubeClientTest, WatchRetriesOnceAfter401WithARotatedToken) {
   EXPECT_EQ(requests[2].authorization, "Bearer new");
 }
 
+// --- Keep-alive connections the server closes -------------------------------
+//
+// A FaultProxy between the client and the fake injects what a real API
+// server does to an idle keep-alive connection, and counts it, so each test
+// sees the client's answer and, on the server side, the connections opened
+// and the requests that arrived.
+
+std::string BindingBody(const std::string& pod, const std::string& node) {
+  return R"({"apiVersion":"v1","kind":"Binding","metadata":{"name":")" + pod +
+         R"(","namespace":"default"},"target":{"apiVersion":"v1","kind":"Node","name":")" + node +
+         R"("}})";
+}
+
+class StaleConnectionTest : public ::testing::TestWithParam<bool> {  // TLS?
+ protected:
+  void SetUp() override {
+    FakeApiServerOptions options;
+    options.tls = GetParam();
+    api_ = std::make_unique<FakeApiServer>(options);
+    ASSERT_TRUE(api_->Start()) << api_->error();
+    proxy_ = std::make_unique<testing::FaultProxy>(api_->port());
+    ASSERT_TRUE(proxy_->Start()) << proxy_->error();
+  }
+  ClientConfig Config() const {
+    ClientConfig c = ConfigFor(*api_);
+    c.server = proxy_->url(GetParam());
+    return c;
+  }
+  size_t Requests(const std::string& method) const {
+    size_t n = 0;
+    for (const auto& r : api_->requests()) {
+      n += r.method == method ? 1 : 0;
+    }
+    return n;
+  }
+
+  std::unique_ptr<FakeApiServer> api_;
+  std::unique_ptr<testing::FaultProxy> proxy_;  // destroyed first
+};
+
+INSTANTIATE_TEST_SUITE_P(TlsAndPlain, StaleConnectionTest, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& param) {
+                           return param.param ? "Tls" : "Plain";
+                         });
+
+TEST_P(StaleConnectionTest, GetOnAConnectionClosedWhileIdleIsRetriedOnceOnANewOne) {
+  proxy_->SetIdleReset(300ms);
+  auto client = MustClient(Config());
+  ASSERT_EQ(client->Get("/api/v1/nodes")->status, 200);
+  ASSERT_EQ(client->Get("/api/v1/nodes")->status, 200);
+  EXPECT_EQ(proxy_->connections(), 1u);  // kept alive
+  std::this_thread::sleep_for(450ms);
+  StatusOr<HttpResult> r = client->Get("/api/v1/nodes?after=idle");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 200);
+  // The server side: the kept connection was reset as the request came, and
+  // exactly one more connection carried the request once.
+  EXPECT_EQ(proxy_->idle_resets(), 1u);
+  EXPECT_EQ(proxy_->connections(), 2u);
+  const auto requests = api_->requests();
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_EQ(requests[2].target, "/api/v1/nodes?after=idle");
+}
+
+TEST_P(StaleConnectionTest, BindingOnAConnectionClosedWhileIdleIsRetriedAndBindsOnce) {
+  api_->AddPod(testing::FixturePod("default", "p1"));
+  api_->AddNode(FixtureNode("n1"));
+  proxy_->SetIdleReset(300ms);
+  auto client = MustClient(Config());
+  ASSERT_EQ(client->Get("/api/v1/nodes")->status, 200);
+  std::this_thread::sleep_for(450ms);
+  StatusOr<HttpResult> r =
+      client->Post("/api/v1/namespaces/default/pods/p1/binding", BindingBody("p1", "n1"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 201) << r->body;
+  EXPECT_EQ(proxy_->idle_resets(), 1u);
+  EXPECT_EQ(proxy_->connections(), 2u);
+  const auto bindings = api_->bindings();
+  ASSERT_EQ(bindings.size(), 1u);
+  EXPECT_EQ(bindings[0].status, 201);
+}
+
+TEST_P(StaleConnectionTest, AFailureOnAFreshConnectionIsNotRetried) {
+  proxy_->ResetNewConnections(1);
+  auto client = MustClient(Config());
+  StatusOr<HttpResult> r = client->Get("/api/v1/nodes");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().ToString();
+  EXPECT_EQ(proxy_->new_connection_resets(), 1u);
+  EXPECT_EQ(proxy_->connections(), 1u);
+  EXPECT_EQ(api_->requests().size(), 0u);
+  // The next call works on a connection of its own.
+  ASSERT_EQ(client->Get("/api/v1/nodes")->status, 200);
+  EXPECT_EQ(proxy_->connections(), 2u);
+}
+
+TEST_P(StaleConnectionTest, TheRetryIsMadeOnlyOnce) {
+  proxy_->SetIdleReset(300ms);
+  auto client = MustClient(Config());
+  ASSERT_EQ(client->Get("/api/v1/nodes")->status, 200);
+  proxy_->ResetNewConnections(1);  // the retry's new connection fails too
+  std::this_thread::sleep_for(450ms);
+  StatusOr<HttpResult> r = client->Post("/api/v1/namespaces/default/pods/p1/binding", "{}");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().ToString();
+  EXPECT_EQ(proxy_->idle_resets(), 1u);
+  EXPECT_EQ(proxy_->new_connection_resets(), 1u);
+  EXPECT_EQ(proxy_->connections(), 2u);
+  EXPECT_EQ(Requests("POST"), 0u);
+}
+
+TEST_P(StaleConnectionTest, IdleConnectionsAreDroppedBeforeTheServerClosesThem) {
+  // No fault: the server would keep the connection (the fake's keep-alive
+  // lasts 5 s), yet the client opens a new one once its own limit passed.
+  ClientConfig c = Config();
+  c.idle_connection_timeout = 200ms;
+  auto client = MustClient(c);
+  ASSERT_EQ(client->Get("/api/v1/nodes")->status, 200);
+  ASSERT_EQ(client->Get("/api/v1/nodes")->status, 200);
+  EXPECT_EQ(proxy_->connections(), 1u);
+  std::this_thread::sleep_for(400ms);
+  ASSERT_EQ(client->Get("/api/v1/nodes")->status, 200);
+  EXPECT_EQ(proxy_->connections(), 2u);
+  EXPECT_EQ(api_->requests().size(), 3u);
+  ASSERT_EQ(client->Get("/api/v1/nodes")->status, 200);
+  EXPECT_EQ(proxy_->connections(), 2u);  // and keeps the new one
+}
+
+TEST_P(StaleConnectionTest, ZeroIdleTimeoutReusesNothing) {
+  ClientConfig c = Config();
+  c.idle_connection_timeout = 0ms;
+  auto client = MustClient(c);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(client->Get("/api/v1/nodes")->status, 200);
+  }
+  EXPECT_EQ(proxy_->connections(), 3u);
+}
+
+// Plain HTTP, so that the cut falls inside the response's bytes (a cut TLS
+// record would not show a byte).
+TEST(StaleConnectionPlainTest, AResponseThatBrokeOffIsNotRetried) {
+  FakeApiServerOptions options;
+  options.tls = false;
+  FakeApiServer api(options);
+  ASSERT_TRUE(api.Start()) << api.error();
+  testing::FaultProxy proxy(api.port());
+  ASSERT_TRUE(proxy.Start()) << proxy.error();
+  api.AddPod(testing::FixturePod("default", "p1"));
+  api.AddNode(FixtureNode("n1"));
+  ClientConfig c = ConfigFor(api);
+  c.server = proxy.url(false);
+  auto client = MustClient(c);
+  ASSERT_EQ(client->Get("/api/v1/nodes")->status, 200);  // the POST reuses this connection
+  proxy.CutNextResponseAfter(20);                        // "HTTP/1.1 201 Created" and no more
+  StatusOr<HttpResult> r =
+      client->Post("/api/v1/namespaces/default/pods/p1/binding", BindingBody("p1", "n1"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(r.status().message().find("while reading the response"), std::string::npos)
+      << r.status().message();
+  EXPECT_EQ(proxy.cut_responses(), 1u);
+  EXPECT_EQ(proxy.connections(), 1u);
+  const auto bindings = api.bindings();
+  ASSERT_EQ(bindings.size(), 1u);  // executed once, not sent again
+  EXPECT_EQ(bindings[0].status, 201);
+}
+
 }  // namespace
 }  // namespace schedext::cluster

@@ -60,6 +60,13 @@ struct ClientConfig {
   // Read timeout of a watch stream that has no `timeoutSeconds` in its query
   // (with one, the stream's read timeout is timeoutSeconds + 30 s).
   std::chrono::seconds watch_idle_timeout{600};
+  // A pooled keep-alive connection idle for longer than this is closed
+  // instead of reused. Keep it below the API server's idle close —
+  // kube-apiserver's http.Server IdleTimeout is 90 s — so that a request
+  // seldom meets a connection the server is closing. (When it does anyway,
+  // the request is retried once on a new connection, as Go's client does.)
+  // Zero: no connection is reused.
+  std::chrono::milliseconds idle_connection_timeout{60000};
 
   // Client-side rate limit of requests (a token bucket, as client-go's
   // flowcontrol; its defaults). qps <= 0 disables it; burst must be >= 1

@@ -23,7 +23,17 @@
 //     `timeout` with kDeadlineExceeded. Transport failures are kUnavailable.
 //   * Connections: keep-alive, TCP_NODELAY; a small pool, so concurrent
 //     calls (binds from several scheduler connections) do not queue behind
-//     each other. Each Watch has its own connection.
+//     each other. Each Watch has its own connection. A pooled connection
+//     idle for longer than ClientConfig::idle_connection_timeout (60 s, below
+//     kube-apiserver's 90 s idle close) is closed rather than reused.
+//   * Stale connections (Go's net/http rule): a request that fails on a
+//     reused keep-alive connection, reading or writing, before any byte of
+//     the response arrived and not by a timeout, is sent once more on a new
+//     connection — the server closed the idle connection as the request went
+//     out. For every method: a Binding the server did execute answers 409 the
+//     second time, and KubeBinder turns a 409 for the same node into success.
+//     A failure after response bytes began, or on a new connection, is
+//     returned as is (kUnavailable).
 //   * Watch: the chunked response is split on '\n' (a line may span chunks;
 //     '\r' before '\n' and empty lines are dropped) and each line is passed
 //     to the callback as it arrives. CancelWatches() shuts the sockets of
