@@ -525,9 +525,15 @@ int main(int argc, char** argv) {
   for (const std::string& n : names) {
     profile_list += (profile_list.empty() ? "" : ", ") + n;
   }
-  spdlog::info("schedext {} listening on {}:{} (profiles: {}; default: {}; {} threads)",
+  spdlog::info("schedext {} listening on {}:{} (profiles: {}; default: {}; {} I/O threads)",
                SCHEDEXT_VERSION, config.server.host, server.port(), profile_list,
-               names[built->default_profile], config.server.threads);
+               names[built->default_profile],
+               config.server.threads > 0 ? std::to_string(config.server.threads)
+                                         : std::to_string(std::thread::hardware_concurrency()));
+  if (server.status_port() >= 0) {
+    spdlog::info("status listener on {}:{} (GET /healthz, /readyz, /version, /metrics)",
+                 config.server.status_host, server.status_port());
+  }
   if (connection) {
     spdlog::info("cluster: {}; watching nodes and pods{} (not ready until {} synced)",
                  connection->source,

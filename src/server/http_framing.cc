@@ -316,8 +316,8 @@ HeadResult ParseRequestHead(std::string_view head, const HeadLimits& limits, Req
   } else if (has_length) {
     out.framing = BodyFraming::kContentLength;
     if (out.content_length > limits.max_body_bytes) {
-      return Refuse(413, "request body of " + std::to_string(out.content_length) +
-                             " bytes is larger than " + std::to_string(limits.max_body_bytes) +
+      return Refuse(413, "request body too large: " + std::to_string(out.content_length) +
+                             " bytes, over " + std::to_string(limits.max_body_bytes) +
                              " (server.maxBodyBytes)");
     }
   }
@@ -410,7 +410,7 @@ ChunkedDecoder::Result ChunkedDecoder::Feed(std::string_view in, wire::RequestBu
         continue;
       }
       if (chunk_left_ > max_body_bytes_ - total_) {
-        return Fail(413, "chunked request body larger than server.maxBodyBytes", i);
+        return Fail(413, "chunked request body too large (server.maxBodyBytes)", i);
       }
       total_ += chunk_left_;
       step_ = Step::kData;

@@ -1,14 +1,20 @@
-// HttpServer: the thin cpp-httplib adapter in front of ExtenderService.
+// HttpServer: the HTTP/1.1 listener in front of ExtenderService, event-driven
+// on Boost.Asio/Beast: a few I/O threads (server.threads, default one per
+// core) serve every connection, so idle, slow or silent clients cost memory,
+// not threads. Limits, deadlines and framing rules: src/server/http_session.h
+// and http_framing.h.
 //
 // Routes: POST /{filter,prioritize,preempt,bind} (default profile) and
 // POST /<profile>/<verb>; GET /healthz, /readyz, /version, /metrics, and the
 // extra GET routes of HttpServerOptions::get_routes (main adds
 // /gpushare/inspect[/<node>] when GPU sharing is on). A wrong method answers
 // 405, an unknown path 404, an oversized body 413, each with a JSON
-// {"Error": ...} body. Replies are never compressed.
+// {"Error": ...} body. Replies are never compressed. With
+// server.statusListen, a second plain listener serves only GET /healthz,
+// /readyz, /version and /metrics.
 //
-// Thread-safety: Start/Stop from any one thread; Stop may be called from
-// another thread than Start (the signal thread).
+// Thread-safety: Bind, then Serve on one thread; Stop from any thread (the
+// signal thread), before or during Serve.
 #ifndef SCHEDEXT_SERVER_HTTP_SERVER_H_
 #define SCHEDEXT_SERVER_HTTP_SERVER_H_
 
@@ -38,12 +44,6 @@ struct HttpServerOptions {
     std::function<int(std::string_view rest, std::string& body)> handler;
   };
   std::vector<GetRoute> get_routes;
-  // Bodies with a Content-Length of at least this many bytes are read from the
-  // socket directly, in reads as large as it has data for, instead of through
-  // the library's 4 KB reads, each after a poll (a 5,000-name body: ~0.5 ms of
-  // CPU saved). Tests lower it to cover the path with small bodies; SIZE_MAX
-  // turns it off.
-  size_t direct_read_min_bytes = size_t{16} << 10;
 };
 
 class HttpServer {
@@ -53,12 +53,16 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Binds the listening socket. Port 0 picks a free port (see port()).
+  // Binds the listening socket(s). Port 0 picks a free port (see port()).
   Status Bind();
   int port() const;
-  // Serves until Stop(); returns once in-flight requests have finished.
+  // The status listener's port; -1 without one.
+  int status_port() const;
+  // Serves until Stop(); returns once every connection has closed.
   Status Serve();
-  // Stops accepting, lets in-flight requests finish, makes Serve() return.
+  // The drain: stops accepting, closes connections that are between requests,
+  // lets requests being read or handled finish and answers them with
+  // `Connection: close`; Serve() returns once the last connection has closed.
   void Stop();
 
  private:
