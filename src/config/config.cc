@@ -71,10 +71,13 @@ constexpr std::array<std::string_view, 11> kGpuShareFields = {
     "unhealthyNamespace", "unhealthyPrefix",      "unhealthyKey",     "unit"};
 // The policy that needs the cluster (its usage per GPU, its ConfigMaps).
 constexpr std::string_view kGpuSharePolicy = "GpuShare";
-constexpr std::array<std::string_view, 9> kClusterFields = {
+constexpr std::array<std::string_view, 10> kClusterFields = {
     "mode",           "kubeconfig", "context",          "qps",
     "burst",          "timeoutSeconds", "assumeTtlSeconds", "pageSize",
-    "readyDuringRelist"};
+    "readyDuringRelist", "leaderElection"};
+constexpr std::array<std::string_view, 7> kLeaderElectionFields = {
+    "enabled", "leaseName", "leaseNamespace", "identity", "leaseDurationSeconds",
+    "renewDeadlineSeconds", "retryPeriodSeconds"};
 constexpr std::array<std::string_view, 3> kClusterModes = {"auto", "required", "disabled"};
 constexpr std::array<std::string_view, 18> kServerFields = {
     "listen",          "threads",          "maxConnections",       "maxHeaderBytes",
@@ -371,6 +374,7 @@ class Loader {
   Status ReadTls(const Field& f, TlsConfig& tls) const;
   Status ReadLog(const Field& f, LogConfig& log) const;
   Status ReadCluster(const Field& f, ClusterConfig& cluster) const;
+  Status ReadLeaderElection(const Field& f, LeaderElectionConfig& election) const;
   Status ReadGpuShare(const Field& f, model::GpuShareConvention& gpushare) const;
   Status ReadProfiles(const Field& f, std::vector<ProfileConfig>& profiles) const;
   Status ReadProfile(const YAML::Node& node, std::string_view path, ProfileConfig& profile) const;
@@ -615,6 +619,88 @@ Status Loader::ReadCluster(const Field& f, ClusterConfig& cluster) const {
                                        "an integer from 1 to 100000", cluster.page_size));
   SCHEDEXT_RETURN_IF_ERROR(
       ReadBoolInto(fields, "readyDuringRelist", kPath, cluster.ready_during_relist));
+  if (const Field* le = fields.Find("leaderElection")) {
+    SCHEDEXT_RETURN_IF_ERROR(ReadLeaderElection(*le, cluster.leader_election));
+  }
+  return OkStatus();
+}
+
+// Lowercase RFC 1123 subdomain (lease names) or label (namespaces).
+bool IsDnsName(std::string_view s, bool allow_dots, size_t max_size) {
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (s.empty() || s.size() > max_size || !alnum(s.front()) || !alnum(s.back())) {
+    return false;
+  }
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '.' && allow_dots) {
+      if (!alnum(s[i - 1]) || !alnum(s[i + 1])) {
+        return false;  // each dot-separated label starts and ends alphanumeric
+      }
+    } else if (!alnum(c) && c != '-') {
+      return false;
+    }
+  }
+  return true;
+}
+
+Status Loader::ReadLeaderElection(const Field& f, LeaderElectionConfig& election) const {
+  constexpr std::string_view kPath = "cluster.leaderElection";
+  SCHEDEXT_ASSIGN_OR_RETURN(Fields fields,
+                            ReadMapping(f.value, MarkOf(f), kPath, kLeaderElectionFields));
+  SCHEDEXT_RETURN_IF_ERROR(ReadBoolInto(fields, "enabled", kPath, election.enabled));
+  if (const Field* n = fields.Find("leaseName")) {
+    const std::string path = Join(kPath, "leaseName");
+    SCHEDEXT_RETURN_IF_ERROR(ReadString(*n, path, election.lease_name));
+    if (!IsDnsName(election.lease_name, true, 253)) {
+      return ErrorAt(MarkOf(*n), path,
+                     Quote(election.lease_name) +
+                         " is not a valid object name (lowercase letters, digits, '-' and '.')");
+    }
+  }
+  if (const Field* n = fields.Find("leaseNamespace")) {
+    const std::string path = Join(kPath, "leaseNamespace");
+    SCHEDEXT_RETURN_IF_ERROR(ReadString(*n, path, election.lease_namespace));
+    if (!IsDnsName(election.lease_namespace, false, 63)) {
+      return ErrorAt(MarkOf(*n), path,
+                     Quote(election.lease_namespace) +
+                         " is not a valid namespace (lowercase letters, digits and '-')");
+    }
+  }
+  if (const Field* n = fields.Find("identity")) {
+    const std::string path = Join(kPath, "identity");
+    SCHEDEXT_RETURN_IF_ERROR(ReadString(*n, path, election.identity));
+    if (election.identity.empty()) {
+      return ErrorAt(MarkOf(*n), path, "must not be empty (leave it out for hostname_pid)");
+    }
+  }
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "leaseDurationSeconds", kPath, 1, 3600,
+                                       "an integer from 1 to 3600",
+                                       election.lease_duration_seconds));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "renewDeadlineSeconds", kPath, 1, 3600,
+                                       "an integer from 1 to 3600",
+                                       election.renew_deadline_seconds));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "retryPeriodSeconds", kPath, 1, 3600,
+                                       "an integer from 1 to 3600",
+                                       election.retry_period_seconds));
+  // client-go's checks: a leader must stop before its lease can expire, and
+  // get more than one jittered retry within its deadline.
+  auto mark_of = [&](std::string_view name) {
+    const Field* field = fields.Find(name);
+    return field != nullptr ? MarkOf(*field) : MarkOf(f);
+  };
+  if (election.lease_duration_seconds <= election.renew_deadline_seconds) {
+    return ErrorAt(mark_of("leaseDurationSeconds"), Join(kPath, "leaseDurationSeconds"),
+                   "must be greater than renewDeadlineSeconds (" +
+                       std::to_string(election.lease_duration_seconds) +
+                       " <= " + std::to_string(election.renew_deadline_seconds) + ")");
+  }
+  if (election.renew_deadline_seconds * 10 <= election.retry_period_seconds * 12) {
+    return ErrorAt(mark_of("renewDeadlineSeconds"), Join(kPath, "renewDeadlineSeconds"),
+                   "must be greater than 1.2 × retryPeriodSeconds (" +
+                       std::to_string(election.renew_deadline_seconds) + " <= 1.2 × " +
+                       std::to_string(election.retry_period_seconds) + ")");
+  }
   return OkStatus();
 }
 

@@ -377,6 +377,83 @@ TEST(ConfigTest, LoadsTheClusterSection) {
   });
 }
 
+TEST(ConfigTest, LoadsTheLeaderElectionSection) {
+  const std::string yaml = std::string(R"(cluster:
+  leaderElection:
+    enabled: true
+    leaseName: schedext.example
+    leaseNamespace: schedext-system
+    identity: replica-a
+    leaseDurationSeconds: 30
+    renewDeadlineSeconds: 20
+    retryPeriodSeconds: 4
+)") + std::string(kProfiles);
+  StatusOr<Config> got = LoadConfigText(yaml, "config.yaml");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  const LeaderElectionConfig& le = got->cluster.leader_election;
+  EXPECT_TRUE(le.enabled);
+  EXPECT_EQ(le.lease_name, "schedext.example");
+  EXPECT_EQ(le.lease_namespace, "schedext-system");
+  EXPECT_EQ(le.identity, "replica-a");
+  EXPECT_EQ(le.lease_duration_seconds, 30);
+  EXPECT_EQ(le.renew_deadline_seconds, 20);
+  EXPECT_EQ(le.retry_period_seconds, 4);
+
+  // Off by default, with client-go's durations; namespace and identity are
+  // resolved at start-up when empty.
+  StatusOr<Config> defaults = LoadConfigText(std::string(kProfiles), "config.yaml");
+  ASSERT_TRUE(defaults.ok());
+  const LeaderElectionConfig& d = defaults->cluster.leader_election;
+  EXPECT_FALSE(d.enabled);
+  EXPECT_EQ(d.lease_name, "schedext");
+  EXPECT_EQ(d.lease_namespace, "");
+  EXPECT_EQ(d.identity, "");
+  EXPECT_EQ(d.lease_duration_seconds, 15);
+  EXPECT_EQ(d.renew_deadline_seconds, 10);
+  EXPECT_EQ(d.retry_period_seconds, 2);
+  // The embedded default (the README's quick start) keeps it off.
+  StatusOr<Config> embedded = LoadConfigText(EmbeddedDefaultConfig(), "embedded");
+  ASSERT_TRUE(embedded.ok());
+  EXPECT_FALSE(embedded->cluster.leader_election.enabled);
+
+  const std::string p = std::string(kProfiles);
+  ExpectErrors({
+      {"unknown key", "cluster:\n  leaderElection:\n    lease: x\n" + p,
+       "config.yaml:3:5: cluster.leaderElection.lease: unknown field (known: enabled, "
+       "leaseName, leaseNamespace, identity, leaseDurationSeconds, renewDeadlineSeconds, "
+       "retryPeriodSeconds)"},
+      {"not a mapping", "cluster:\n  leaderElection: yes\n" + p,
+       "config.yaml:2:19: cluster.leaderElection: must be a mapping"},
+      {"quoted enabled", "cluster:\n  leaderElection:\n    enabled: \"true\"\n" + p,
+       "config.yaml:3:14: cluster.leaderElection.enabled: must be true or false"},
+      {"bad lease name", "cluster:\n  leaderElection:\n    leaseName: Sched_Ext\n" + p,
+       "config.yaml:3:16: cluster.leaderElection.leaseName: \"Sched_Ext\" is not a valid "
+       "object name (lowercase letters, digits, '-' and '.')"},
+      {"bad namespace", "cluster:\n  leaderElection:\n    leaseNamespace: a.b\n" + p,
+       "config.yaml:3:21: cluster.leaderElection.leaseNamespace: \"a.b\" is not a valid "
+       "namespace (lowercase letters, digits and '-')"},
+      {"empty identity", "cluster:\n  leaderElection:\n    identity: \"\"\n" + p,
+       "config.yaml:3:15: cluster.leaderElection.identity: must not be empty (leave it out for "
+       "hostname_pid)"},
+      {"zero retry", "cluster:\n  leaderElection:\n    retryPeriodSeconds: 0\n" + p,
+       "config.yaml:3:25: cluster.leaderElection.retryPeriodSeconds: must be an integer from 1 "
+       "to 3600"},
+      {"lease not above renew",
+       "cluster:\n  leaderElection:\n    leaseDurationSeconds: 10\n" + p,
+       "config.yaml:3:27: cluster.leaderElection.leaseDurationSeconds: must be greater than "
+       "renewDeadlineSeconds (10 <= 10)"},
+      {"renew not above 1.2 retry",
+       "cluster:\n  leaderElection:\n    renewDeadlineSeconds: 6\n    retryPeriodSeconds: 5\n" +
+           p,
+       "config.yaml:3:27: cluster.leaderElection.renewDeadlineSeconds: must be greater than "
+       "1.2 × retryPeriodSeconds (6 <= 1.2 × 5)"},
+      {"defaults against a short lease",
+       "cluster:\n  leaderElection:\n    leaseDurationSeconds: 5\n" + p,
+       "config.yaml:3:27: cluster.leaderElection.leaseDurationSeconds: must be greater than "
+       "renewDeadlineSeconds (5 <= 10)"},
+  });
+}
+
 TEST(ConfigTest, ReportsYamlSyntaxErrors) {
   ExpectErrors({
       {"unclosed flow", "profiles: [\nlog: 1\n",

@@ -88,6 +88,23 @@ struct LogConfig {
   std::string format = "text";  // text or json
 };
 
+// Section cluster.leaderElection: one serving replica among several, on a
+// coordination.k8s.io/v1 Lease (cluster/leader_election.h). Off by default
+// (local runs, sidecars); deploy/ turns it on.
+struct LeaderElectionConfig {
+  bool enabled = false;
+  std::string lease_name = "schedext";
+  // Empty: the pod's namespace ($POD_NAMESPACE, then the service account's
+  // namespace file), else "default"; resolved at start-up.
+  std::string lease_namespace;
+  // Empty: "<hostname>_<pid>", resolved at start-up.
+  std::string identity;
+  // client-go's defaults; validated lease > renew > 1.2 × retry.
+  int lease_duration_seconds = 15;
+  int renew_deadline_seconds = 10;
+  int retry_period_seconds = 2;
+};
+
 // The connection to the Kubernetes API (cluster cache, node-cache mode, bind).
 struct ClusterConfig {
   // auto: connect when --kubeconfig / kubeconfig, $KUBECONFIG or the in-cluster
@@ -105,6 +122,7 @@ struct ClusterConfig {
   // /readyz answers 200 while an informer relists after the first sync (the
   // cache then still serves its last view); false: not ready until it is done.
   bool ready_during_relist = false;
+  LeaderElectionConfig leader_election;
 };
 
 struct PolicyConfig {
