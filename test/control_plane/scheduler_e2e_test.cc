@@ -1,0 +1,280 @@
+// End to end: the real kube-scheduler v1.26 schedules pods through the real
+// schedext binary, against the real kube-apiserver. The scheduler
+// configurations are deploy/scheduler's shipped files (urlPrefix, leader
+// election and kubeconfig replaced; bindVerb and nodeCacheCapable toggled
+// where a test says so); schedext runs deploy/base/schedext.yaml plus a
+// NodeLabel policy forbidding nodes labelled example.com/maintenance, as its
+// own ServiceAccount with exactly deploy/'s RBAC.
+//
+// Every test asserts where each pod landed (spec.nodeName from the API
+// server), that no node is over-allocated, and who created each Binding
+// (kube-apiserver's audit log: schedext's ServiceAccount with bindVerb, the
+// scheduler without).
+#include "control_plane/scheduler_e2e.h"
+
+#include <chrono>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "control_plane/e2e_suite.h"
+
+namespace schedext::testing::e2e {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kNodeCacheConfig =
+    "deploy/scheduler/kube-scheduler-config-nodecache.yaml";
+constexpr std::string_view kFullNodesConfig =
+    "deploy/scheduler/kube-scheduler-config-fullnodes.yaml";
+constexpr std::string_view kMaintenanceLabel = "example.com/maintenance";
+
+// The platform rule under test: nodes in maintenance are never used.
+constexpr std::string_view kNodeLabelPolicy =
+    "name: NodeLabel\n"
+    "args:\n"
+    "  forbidden:\n"
+    "    - matchExpressions:\n"
+    "        - {key: example.com/maintenance, operator: Exists}\n";
+
+class SchedulerE2eTest : public E2eSuite {
+ protected:
+  static void SetUpTestSuite() {
+    StartE2e(
+        {},
+        []() -> StatusOr<std::string> {
+          SCHEDEXT_ASSIGN_OR_RETURN(std::string base, ReadSourceFile("deploy/base/schedext.yaml"));
+          return WithPolicy(base, "default", kNodeLabelPolicy);
+        },
+        [] {
+          SCHEDEXT_RETURN_IF_ERROR(EnsurePriorityClass(cp(), "e2e-low", 100));
+          return EnsurePriorityClass(cp(), "e2e-high", 1000);
+        });
+  }
+
+  // Ten 500m pods on two 2-cpu nodes and one empty 8-cpu node in
+  // maintenance: eight land, four per allowed node, none in maintenance
+  // (which in-tree scoring alone would prefer, being emptiest), two stay
+  // Pending for cpu. Every Binding is made by `binder`.
+  void PlacesPodsAwayFromForbiddenNodes(std::string_view deploy_file, SchedulerEdits edits,
+                                        bool schedext_binds) {
+    ASSERT_NO_FATAL_FAILURE(StartScheduler(deploy_file, edits));
+    ASSERT_NO_FATAL_FAILURE(AddNode("a", {{"cpu", "2"}, {"memory", "4Gi"}}));
+    ASSERT_NO_FATAL_FAILURE(AddNode("b", {{"cpu", "2"}, {"memory", "4Gi"}}));
+    ASSERT_NO_FATAL_FAILURE(AddNode("x", {{"cpu", "8"}, {"memory", "16Gi"}},
+                                    {{std::string(kMaintenanceLabel), "true"}}));
+    const int64_t filters_before = RequestCount(schedext().port(), "default", "filter");
+    const int64_t binds_before = RequestCount(schedext().port(), "default", "bind");
+    ASSERT_GE(filters_before, 0);
+    ASSERT_GE(binds_before, 0);
+
+    std::vector<std::string> names;
+    for (int i = 0; i < 10; ++i) {
+      names.push_back("p" + std::to_string(i));
+      ASSERT_NO_FATAL_FAILURE(Create(Pod(names.back(), {{"cpu", "500m"}, {"memory", "64Mi"}})));
+    }
+    // Settled: every pod bound or given up on for now.
+    std::map<std::string, std::string> bound;
+    std::map<std::string, std::string> unschedulable;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          bound.clear();
+          unschedulable.clear();
+          for (const json& pod : ListPods(cp(), ns_)) {
+            const std::string name = pod["metadata"]["name"];
+            const std::string node = pod["spec"].value("nodeName", "");
+            if (!node.empty()) {
+              bound[name] = node;
+              continue;
+            }
+            for (const json& c : pod["status"].value("conditions", json::array())) {
+              if (c.value("type", "") == "PodScheduled" &&
+                  c.value("reason", "") == "Unschedulable") {
+                unschedulable[name] = c.value("message", "");
+              }
+            }
+          }
+          return bound.size() + unschedulable.size() == names.size();
+        },
+        kScheduleTimeout))
+        << "bound " << ::testing::PrintToString(bound) << " unschedulable "
+        << ::testing::PrintToString(unschedulable);
+
+    std::map<std::string, int> per_node;
+    for (const auto& [pod, node] : bound) ++per_node[node];
+    EXPECT_EQ(per_node, (std::map<std::string, int>{{Node("a"), 4}, {Node("b"), 4}}))
+        << ::testing::PrintToString(bound);
+    EXPECT_EQ(per_node.count(Node("x")), 0u) << "a pod landed on the node in maintenance";
+    ASSERT_EQ(unschedulable.size(), 2u);
+    Note("pending: " + unschedulable.begin()->second);
+    for (const auto& [pod, message] : unschedulable) {
+      // x passed kube-scheduler's own filters; schedext's NodeLabel refused it.
+      EXPECT_NE(message.find("1 node(s) had forbidden labels"), std::string::npos) << message;
+      EXPECT_NE(message.find("Insufficient cpu"), std::string::npos) << message;
+    }
+    ExpectNothingOverAllocated();
+
+    // Who bound: schedext's ServiceAccount exactly when bindVerb is set.
+    const std::map<std::string, std::string> binders = Binders();
+    const std::string want = schedext_binds ? cp().schedext_user() : "system:kube-scheduler";
+    for (const auto& [pod, node] : bound) {
+      ASSERT_EQ(binders.count(pod), 1u) << pod << " has no Binding in the audit log";
+      EXPECT_EQ(binders.at(pod), want) << pod;
+    }
+    EXPECT_EQ(binders.size(), bound.size()) << ::testing::PrintToString(binders);
+    EXPECT_GT(RequestCount(schedext().port(), "default", "filter"), filters_before);
+    const int64_t binds = RequestCount(schedext().port(), "default", "bind") - binds_before;
+    EXPECT_EQ(binds, schedext_binds ? 8 : 0);
+  }
+
+  // A high-priority pod preempts a low-priority one on a full node. Two
+  // candidates are full of one low-priority victim each; the in-tree
+  // preemption ties between them, but the second node is in maintenance, so
+  // schedext's filter and preempt leave only the first.
+  void PreemptsOnlyWhereSchedextAllows(std::string_view deploy_file, SchedulerEdits edits) {
+    ASSERT_NO_FATAL_FAILURE(StartScheduler(deploy_file, edits));
+    ASSERT_NO_FATAL_FAILURE(AddNode("a", {{"cpu", "1"}, {"memory", "4Gi"}}));
+    ASSERT_NO_FATAL_FAILURE(AddNode("x", {{"cpu", "1"}, {"memory", "4Gi"}},
+                                    {{std::string(kMaintenanceLabel), "true"}}));
+    // On the node in maintenance: bound directly, as a pod of another
+    // scheduler (or one from before the maintenance) would be.
+    PodSpec on_x = Pod("low-x", {{"cpu", "800m"}});
+    on_x.priority_class = "e2e-low";
+    on_x.node_name = Node("x");
+    ASSERT_NO_FATAL_FAILURE(Create(on_x));
+    PodSpec low = Pod("low-a", {{"cpu", "800m"}});
+    low.priority_class = "e2e-low";
+    ASSERT_NO_FATAL_FAILURE(Create(low));
+    auto bound = WaitForNodeNames(cp(), ns_, {"low-a"}, kScheduleTimeout);
+    ASSERT_EQ(bound["low-a"], Node("a"));
+    const std::string low_uid = GetPod(cp(), ns_, "low-a")["metadata"].value("uid", "");
+
+    const int64_t preempts_before = RequestCount(schedext().port(), "default", "preempt");
+    ASSERT_GE(preempts_before, 0);
+    PodSpec high = Pod("high", {{"cpu", "800m"}});
+    high.priority_class = "e2e-high";
+    ASSERT_NO_FATAL_FAILURE(Create(high));
+    bound = WaitForNodeNames(cp(), ns_, {"high"}, kScheduleTimeout);
+    ASSERT_EQ(bound["high"], Node("a")) << "the preemptor did not land on the allowed node";
+
+    // The victim is gone (or at least being deleted: a re-created pod of
+    // the same name would have another uid).
+    const json victim = GetPod(cp(), ns_, "low-a");
+    EXPECT_TRUE(victim.is_null() || victim["metadata"].value("uid", "") != low_uid ||
+                victim["metadata"].contains("deletionTimestamp"))
+        << victim.dump();
+    // The pod on the node in maintenance was not touched.
+    const json kept = GetPod(cp(), ns_, "low-x");
+    ASSERT_TRUE(kept.is_object());
+    EXPECT_FALSE(kept["metadata"].contains("deletionTimestamp")) << kept.dump();
+    EXPECT_EQ(kept["spec"].value("nodeName", ""), Node("x"));
+    EXPECT_GT(RequestCount(schedext().port(), "default", "preempt"), preempts_before)
+        << "kube-scheduler preempted without asking schedext";
+    ExpectNothingOverAllocated();
+  }
+};
+
+TEST_F(SchedulerE2eTest, NodeCacheModeSchedextBinds) {
+  PlacesPodsAwayFromForbiddenNodes(kNodeCacheConfig, {}, /*schedext_binds=*/true);
+}
+
+TEST_F(SchedulerE2eTest, NodeCacheModeSchedulerBinds) {
+  SchedulerEdits edits;
+  edits.bind = false;
+  PlacesPodsAwayFromForbiddenNodes(kNodeCacheConfig, edits, /*schedext_binds=*/false);
+}
+
+TEST_F(SchedulerE2eTest, FullNodeModeSchedulerBinds) {
+  PlacesPodsAwayFromForbiddenNodes(kFullNodesConfig, {}, /*schedext_binds=*/false);
+}
+
+TEST_F(SchedulerE2eTest, FullNodeModeSchedextBinds) {
+  SchedulerEdits edits;
+  edits.bind = true;
+  PlacesPodsAwayFromForbiddenNodes(kFullNodesConfig, edits, /*schedext_binds=*/true);
+}
+
+// The counterfactual of the tests above: kube-scheduler alone puts a pod on
+// the node in maintenance; through schedext the same pod stays Pending.
+TEST_F(SchedulerE2eTest, WithoutSchedextTheForbiddenNodeWouldBeUsed) {
+  SchedulerEdits alone;
+  alone.drop_extenders = true;
+  ASSERT_NO_FATAL_FAILURE(StartScheduler(kNodeCacheConfig, alone));
+  ASSERT_NO_FATAL_FAILURE(
+      AddNode("x", {{"cpu", "4"}, {"memory", "4Gi"}}, {{std::string(kMaintenanceLabel), "true"}}));
+  PodSpec pinned = Pod("alone", {{"cpu", "100m"}});
+  pinned.node_selector[std::string(kNodeLabel)] = Node("x");
+  ASSERT_NO_FATAL_FAILURE(Create(pinned));
+  EXPECT_EQ(WaitForNodeNames(cp(), ns_, {"alone"}, kScheduleTimeout)["alone"], Node("x"));
+
+  ASSERT_NO_FATAL_FAILURE(StartScheduler(kNodeCacheConfig, {}));
+  pinned.name = "through-schedext";
+  ASSERT_NO_FATAL_FAILURE(Create(pinned));
+  const auto message = WaitUnschedulable(cp(), ns_, pinned.name, kScheduleTimeout);
+  ASSERT_TRUE(message.has_value()) << GetPod(cp(), ns_, pinned.name).dump();
+  Note("pinned to the node in maintenance: " + *message);
+  EXPECT_NE(message->find("1 node(s) had forbidden labels"), std::string::npos) << *message;
+  EXPECT_EQ(GetPod(cp(), ns_, pinned.name)["spec"].value("nodeName", ""), "");
+  bool event = false;
+  ASSERT_TRUE(WaitFor([&] {
+    for (const std::string& m : FailedSchedulingEvents(cp(), ns_, pinned.name)) {
+      event = event || m.find("forbidden labels") != std::string::npos;
+    }
+    return event;
+  })) << "no FailedScheduling event naming schedext's reason";
+}
+
+// A resource kube-scheduler is told to ignore (managedResources,
+// ignoredByScheduler: true) is counted by schedext's NodeResourcesFit alone,
+// from its own cache of the pods bound to each node: a node without it, and a
+// node whose two units are taken, are refused; freeing a unit lets the
+// waiting pod in.
+TEST_F(SchedulerE2eTest, ResourceOnlySchedextCounts) {
+  SchedulerEdits edits;
+  edits.managed_resources = {{{"example.com/widget", true}}};
+  ASSERT_NO_FATAL_FAILURE(StartScheduler(kNodeCacheConfig, edits));
+  ASSERT_NO_FATAL_FAILURE(
+      AddNode("w", {{"cpu", "4"}, {"memory", "4Gi"}, {"example.com/widget", "2"}}));
+  // Emptier and bigger: in-tree scoring prefers it, and in-tree fit no
+  // longer checks widgets.
+  ASSERT_NO_FATAL_FAILURE(AddNode("none", {{"cpu", "32"}, {"memory", "64Gi"}}));
+  const int64_t filters_before = RequestCount(schedext().port(), "default", "filter");
+
+  auto widget_pod = [&](const std::string& name) {
+    PodSpec p = Pod(name, {{"cpu", "100m"}, {"example.com/widget", "1"}});
+    p.limits = {{"example.com/widget", "1"}};
+    return p;
+  };
+  ASSERT_NO_FATAL_FAILURE(Create(widget_pod("w1")));
+  ASSERT_NO_FATAL_FAILURE(Create(widget_pod("w2")));
+  auto bound = WaitForNodeNames(cp(), ns_, {"w1", "w2"}, kScheduleTimeout);
+  EXPECT_EQ(bound["w1"], Node("w"));
+  EXPECT_EQ(bound["w2"], Node("w"));
+
+  ASSERT_NO_FATAL_FAILURE(Create(widget_pod("w3")));
+  const auto message = WaitUnschedulable(cp(), ns_, "w3", kScheduleTimeout);
+  ASSERT_TRUE(message.has_value()) << GetPod(cp(), ns_, "w3").dump();
+  Note("third widget pod: " + *message);
+  EXPECT_NE(message->find("2 Insufficient example.com/widget"), std::string::npos) << *message;
+  EXPECT_GT(RequestCount(schedext().port(), "default", "filter"), filters_before);
+  ExpectNothingOverAllocated();
+
+  // A unit is freed: the pod waiting for one gets it (the delete requeues it).
+  ASSERT_TRUE(cp().Delete("/api/v1/namespaces/" + ns_ + "/pods/w1").ok());
+  bound = WaitForNodeNames(cp(), ns_, {"w3"}, kScheduleTimeout);
+  EXPECT_EQ(bound["w3"], Node("w"));
+  ExpectNothingOverAllocated();
+}
+
+TEST_F(SchedulerE2eTest, PreemptsInNodeCacheMode) {
+  PreemptsOnlyWhereSchedextAllows(kNodeCacheConfig, {});
+}
+
+TEST_F(SchedulerE2eTest, PreemptsInFullNodeMode) {
+  PreemptsOnlyWhereSchedextAllows(kFullNodesConfig, {});
+}
+
+}  // namespace
+}  // namespace schedext::testing::e2e
