@@ -66,6 +66,11 @@ class Piece {
   // False when `n` more bytes do not fit.
   bool Fits(size_t n) const { return kCapacity - size_ >= n; }
   void Put(std::string_view text) {
+    // A name the request left out is a default string_view, whose data() is
+    // null: memcpy from null is undefined even for 0 bytes.
+    if (text.empty()) {
+      return;
+    }
     std::memcpy(buf_ + size_, text.data(), text.size());
     size_ += text.size();
   }

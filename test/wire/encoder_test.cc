@@ -199,6 +199,27 @@ TEST(EncoderTest, EncodesHostPriorityList) {
             R"({"Host":"neg","Score":-1}])");
 }
 
+TEST(EncoderTest, EncodesNamesTheRequestLeftOut) {
+  // A full-mode node without metadata.name decodes to a default string_view
+  // (null data); every encoder writes it as "" (found by fuzz/request_decoder:
+  // UBSan reported the memcpy from null).
+  const std::string_view missing;
+  std::string out;
+  const std::vector<HostScore> scores = {{missing, 1}};
+  AppendHostPriorityList(scores, out);
+  EXPECT_EQ(out, R"([{"Host":"","Score":1}])");
+  out.clear();
+  const std::vector<std::string_view> passing = {missing};
+  const std::vector<FailedNode> failed = {{missing, missing}};
+  FilterResultView result;
+  result.mode = NodeMode::kNodeNames;
+  result.passing = passing;
+  result.failed = failed;
+  AppendFilterResult(result, out);
+  EXPECT_EQ(out, R"({"Nodes":null,"NodeNames":[""],"FailedNodes":{"":""},)"
+                 R"("FailedAndUnresolvableNodes":{},"Error":""})");
+}
+
 TEST(EncoderTest, EncodesPreemptionResult) {
   std::string out;
   AppendPreemptionResult({}, out);
