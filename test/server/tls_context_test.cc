@@ -1,12 +1,10 @@
 // TlsContextProvider through real TLS handshakes on loopback: a small Asio acceptor
 // takes every connection's context from the provider (as the listener does) and answers
-// one line per HTTP request; the client is plain OpenSSL, so each test picks exactly
-// what it offers (certificate, protocol versions, ALPN).
+// one line per HTTP request; the client (testing/tls_client.h) is plain OpenSSL, so each
+// test picks exactly what it offers (certificate, protocol versions, ALPN).
 #include "server/tls_context.h"
 
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <openssl/bio.h>
 #include <openssl/bn.h>
 #include <openssl/err.h>
@@ -17,10 +15,9 @@
 #include <openssl/x509v3.h>
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
+
+#include "testing/tls_client.h"
 #include <stdlib.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <boost/asio.hpp>
@@ -48,7 +45,6 @@ using asio::ip::tcp;
 using namespace std::chrono_literals;
 
 constexpr auto kWaitBound = 15s;  // liveness bound for anything the tests wait for
-constexpr int kSocketTimeoutSeconds = 10;
 
 // ---------------------------------------------------------------------------
 // A throwaway PKI (EC P-256 keys: quick to generate).
@@ -326,155 +322,22 @@ class TestTlsServer {
 };
 
 // ---------------------------------------------------------------------------
-// The client: blocking OpenSSL over a socket with timeouts.
+// The client: testing/tls_client.h, plus the one exchange these tests make.
 
-struct ClientOptions {
-  const Identity* trust = nullptr;  // the CA the server certificate must chain to
-  const Identity* certificate = nullptr;
-  int min_version = 0;  // 0: OpenSSL's default
-  int max_version = 0;
-  std::vector<std::string> alpn;
-};
+using ClientOptions = testing::TlsClientOptions;
 
-class TlsClient {
+class TlsClient : public testing::TlsClient {
  public:
-  TlsClient() = default;
-  TlsClient(const TlsClient&) = delete;
-  TlsClient& operator=(const TlsClient&) = delete;
-  ~TlsClient() {
-    if (ssl_ != nullptr) SSL_free(ssl_);
-    if (ctx_ != nullptr) SSL_CTX_free(ctx_);
-    if (fd_ >= 0) ::close(fd_);
-  }
-
-  // TCP connect and TLS handshake; false with error() when either fails.
-  bool Connect(int port, const ClientOptions& options) {
-    ctx_ = SSL_CTX_new(TLS_client_method());
-    if (options.min_version != 0) {
-      // Old protocol versions need security level 0 in OpenSSL 3: the client must really
-      // offer them, so that a refusal is the server's.
-      SSL_CTX_set_security_level(ctx_, 0);
-      SSL_CTX_set_cipher_list(ctx_, "DEFAULT@SECLEVEL=0");
-      SSL_CTX_set_min_proto_version(ctx_, options.min_version);
-    }
-    if (options.max_version != 0) SSL_CTX_set_max_proto_version(ctx_, options.max_version);
-    if (options.trust != nullptr) {
-      X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx_), options.trust->cert.get());
-      SSL_CTX_set_verify(ctx_, SSL_VERIFY_PEER, nullptr);
-    }
-    if (options.certificate != nullptr) {
-      SSL_CTX_use_certificate(ctx_, options.certificate->cert.get());
-      SSL_CTX_use_PrivateKey(ctx_, options.certificate->key.get());
-    }
-    // Called on a CertificateRequest only, whether or not a certificate is set.
-    SSL_CTX_set_cert_cb(ctx_, &TlsClient::OnCertificateRequest, this);
-    if (!options.alpn.empty()) {
-      std::string wire;
-      for (const std::string& p : options.alpn) {
-        wire.push_back(static_cast<char>(p.size()));
-        wire.append(p);
-      }
-      SSL_CTX_set_alpn_protos(ctx_, reinterpret_cast<const unsigned char*>(wire.data()),
-                              static_cast<unsigned int>(wire.size()));
-    }
-
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    timeval tv{kSocketTimeoutSeconds, 0};
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
-      error_ = "connect failed";
-      return false;
-    }
-    ssl_ = SSL_new(ctx_);
-    SSL_set_fd(ssl_, fd_);
-    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_), "127.0.0.1");
-    if (SSL_connect(ssl_) != 1) {
-      error_ = "handshake: " + Errors();
-      return false;
-    }
-    return true;
-  }
-
   // One GET on this connection; the reply body, or nullopt with error().
   std::optional<std::string> Get() {
-    const std::string request = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-    if (SSL_write(ssl_, request.data(), static_cast<int>(request.size())) <= 0) {
-      error_ = "write: " + Errors();
-      return std::nullopt;
-    }
-    std::string in;
-    for (;;) {
-      const size_t head_end = in.find("\r\n\r\n");
-      if (head_end != std::string::npos) {
-        const size_t at = in.find("Content-Length: ");
-        if (at != std::string::npos && at < head_end) {
-          const size_t length = std::stoul(in.substr(at + 16));
-          if (in.size() >= head_end + 4 + length) return in.substr(head_end + 4, length);
-        }
-      }
-      char buf[4096];
-      const int n = SSL_read(ssl_, buf, sizeof(buf));
-      if (n <= 0) {
-        error_ = "read: " + Errors();
-        return std::nullopt;
-      }
-      in.append(buf, static_cast<size_t>(n));
-    }
+    std::optional<testing::TlsReply> reply = Request("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    if (!reply) return std::nullopt;
+    return reply->body;
   }
-
   // Handshake and one answered request: what a caller that is let in gets.
   bool ConnectAndGet(int port, const ClientOptions& options) {
     return Connect(port, options) && Get().has_value();
   }
-
-  std::string alpn() const {
-    const unsigned char* p = nullptr;
-    unsigned int len = 0;
-    SSL_get0_alpn_selected(ssl_, &p, &len);
-    return std::string(reinterpret_cast<const char*>(p), len);
-  }
-  // The serial of the certificate the server presented, upper-case hex.
-  std::string server_serial() const {
-    X509* cert = SSL_get0_peer_certificate(ssl_);
-    if (cert == nullptr) return "";
-    BIGNUM* bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert), nullptr);
-    char* hex = BN_bn2hex(bn);
-    std::string out(hex);
-    OPENSSL_free(hex);
-    BN_free(bn);
-    return out;
-  }
-  int version() const { return SSL_version(ssl_); }
-  bool certificate_requested() const { return certificate_requested_; }
-  const std::string& error() const { return error_; }
-
- private:
-  static int OnCertificateRequest(SSL*, void* self) {
-    static_cast<TlsClient*>(self)->certificate_requested_ = true;
-    return 1;  // go on with the certificate set on the context, if any
-  }
-
-  std::string Errors() {
-    std::string out;
-    while (const unsigned long e = ERR_get_error()) {
-      char buf[256];
-      ERR_error_string_n(e, buf, sizeof(buf));
-      if (!out.empty()) out.append("; ");
-      out.append(buf);
-    }
-    return out.empty() ? "no OpenSSL error (connection closed)" : out;
-  }
-
-  SSL_CTX* ctx_ = nullptr;
-  SSL* ssl_ = nullptr;
-  int fd_ = -1;
-  bool certificate_requested_ = false;
-  std::string error_;
 };
 
 // ---------------------------------------------------------------------------
@@ -535,8 +398,11 @@ class TlsContextTest : public ::testing::Test {
 
   ClientOptions As(const Identity* certificate) const {
     ClientOptions o;
-    o.trust = &ca_;
-    o.certificate = certificate;
+    o.trust_pem = ca_.CertPem();
+    if (certificate != nullptr) {
+      o.cert_pem = certificate->CertPem();
+      o.key_pem = certificate->KeyPem();
+    }
     return o;
   }
 
