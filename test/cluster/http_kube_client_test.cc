@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "testing/fake_api_server.h"
 
 namespace schedext::cluster {
@@ -645,6 +647,28 @@ TEST_P(StaleConnectionTest, ZeroIdleTimeoutReusesNothing) {
     ASSERT_EQ(client->Get("/api/v1/nodes")->status, 200);
   }
   EXPECT_EQ(proxy_->connections(), 3u);
+}
+
+TEST_P(StaleConnectionTest, LargeBodiesArriveWholeOverOneConnection) {
+  // Bodies of several read chunks (plain reads are 256 KiB), twice on the
+  // same connection, so nothing read ahead for one response leaks into the next.
+  for (int i = 0; i < 400; ++i) {
+    char name[16];
+    std::snprintf(name, sizeof(name), "node-%03d", i);  // the fake lists in name order
+    api_->AddNode(FixtureNode(name));
+  }
+  auto client = MustClient(Config());
+  for (int round = 0; round < 2; ++round) {
+    StatusOr<HttpResult> r = client->Get("/api/v1/nodes");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->status, 200);
+    EXPECT_GT(r->body.size(), size_t{1} << 20);
+    const nlohmann::json list = nlohmann::json::parse(r->body, nullptr, false);
+    ASSERT_FALSE(list.is_discarded());
+    ASSERT_EQ(list["items"].size(), 400u);
+    EXPECT_EQ(list["items"][399]["metadata"]["name"], "node-399");
+  }
+  EXPECT_EQ(proxy_->connections(), 1u);
 }
 
 // Plain HTTP, so that the cut falls inside the response's bytes (a cut TLS
