@@ -161,6 +161,27 @@ void Metrics::Render(std::string& out) const {
       "# TYPE schedext_log_suppressed_total counter\n"
       "schedext_log_suppressed_total ");
   AppendUint(log_suppressed_.load(std::memory_order_relaxed), out);
+  if (cache_synced_) {
+    out.append(
+        "\n# HELP schedext_cache_synced Whether the node and pod cache has synced (1) or not (0).\n"
+        "# TYPE schedext_cache_synced gauge\n"
+        "schedext_cache_synced ");
+    out.push_back(cache_synced_() ? '1' : '0');
+  }
+  if (leader_) {
+    out.append(
+        "\n# HELP schedext_leader Whether this replica holds the leader-election Lease and serves "
+        "the verbs (1) or stands by (0).\n"
+        "# TYPE schedext_leader gauge\n"
+        "schedext_leader ");
+    out.push_back(leader_() ? '1' : '0');
+    out.append(
+        "\n# HELP schedext_leader_transitions_total Times this replica started or stopped "
+        "leading.\n"
+        "# TYPE schedext_leader_transitions_total counter\n"
+        "schedext_leader_transitions_total ");
+    AppendUint(leader_transitions_ ? leader_transitions_() : 0, out);
+  }
   out.push_back('\n');
   if (extra_) {
     extra_(out);

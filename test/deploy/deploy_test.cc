@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -24,6 +25,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "schedext/config/config.h"
+#include "schedext/server/metrics.h"
 
 namespace schedext {
 namespace {
@@ -197,7 +199,8 @@ TEST_F(DeployTest, BaseRendersExpectedKinds) {
   const std::map<std::string, int> want = {
       {"Namespace", 1},          {"ServiceAccount", 1}, {"ClusterRole", 1},
       {"ClusterRoleBinding", 1}, {"ConfigMap", 1},      {"Deployment", 1},
-      {"Service", 1},
+      {"Service", 1},            {"Role", 1},           {"RoleBinding", 1},
+      {"PodDisruptionBudget", 1}, {"NetworkPolicy", 1},
   };
   EXPECT_EQ(kinds, want);
 
@@ -243,6 +246,15 @@ TEST_F(DeployTest, DeploymentProbesAndConfigPath) {
     std::string field;
     std::string path;
   };
+  // They go to the status listener (plain HTTP even with TLS on the verbs).
+  std::optional<int64_t> status_port;
+  for (const YAML::Node& p : c["ports"]) {
+    if (Str(p["name"]) == "status") {
+      status_port = Int(p["containerPort"]);
+    }
+  }
+  ASSERT_TRUE(status_port.has_value()) << "a containerPort named status";
+  EXPECT_EQ(*status_port, cfg->server.status_port) << "containerPort vs server.statusListen";
   const Probe probes[] = {{"livenessProbe", "/healthz"}, {"readinessProbe", "/readyz"}};
   for (const Probe& probe : probes) {
     SCOPED_TRACE(probe.field);
@@ -250,7 +262,7 @@ TEST_F(DeployTest, DeploymentProbesAndConfigPath) {
     ASSERT_TRUE(get.IsMap());
     EXPECT_EQ(Str(get["path"]), probe.path);
     std::string port = Str(get["port"]);
-    EXPECT_TRUE(port == "http" || port == std::to_string(*container_port)) << port;
+    EXPECT_TRUE(port == "status" || port == std::to_string(*status_port)) << port;
     std::string scheme = Str(get["scheme"]);
     EXPECT_TRUE(scheme.empty() || scheme == "HTTP") << scheme;
   }
@@ -595,8 +607,8 @@ TEST(GpuShareDeployTest, OverlayAddsTheProfileAndTheRbac) {
   }
   const std::map<std::string, int> want = {
       {"Namespace", 1}, {"ServiceAccount", 1}, {"ClusterRole", 2}, {"ClusterRoleBinding", 2},
-      {"Role", 1},      {"RoleBinding", 1},    {"ConfigMap", 1},   {"Deployment", 1},
-      {"Service", 1},
+      {"Role", 2},      {"RoleBinding", 2},    {"ConfigMap", 1},   {"Deployment", 1},
+      {"Service", 1},   {"PodDisruptionBudget", 1}, {"NetworkPolicy", 1},
   };
   EXPECT_EQ(kinds, want);
 
@@ -637,12 +649,13 @@ TEST(GpuShareDeployTest, OverlayAddsTheProfileAndTheRbac) {
   EXPECT_EQ(Str(cluster_binding["roleRef"]["kind"]), "ClusterRole");
   EXPECT_EQ(Str(cluster_binding["roleRef"]["name"]), "schedext-gpushare");
   // ConfigMaps get/list/watch in the namespace of the unhealthy-GPU ConfigMaps.
-  const YAML::Node role = all("Role").front();
+  EXPECT_TRUE(cfg->cluster.leader_election.enabled);
+  const YAML::Node role = named("Role", "schedext-gpushare");
   EXPECT_EQ(Str(role["metadata"]["namespace"]), cfg->gpushare.unhealthy_namespace);
   for (const char* verb : {"get", "list", "watch"}) {
     EXPECT_TRUE(Grants(role)["configmaps"].count(verb)) << verb;
   }
-  const YAML::Node role_binding = all("RoleBinding").front();
+  const YAML::Node role_binding = named("RoleBinding", "schedext-gpushare");
   EXPECT_EQ(Str(role_binding["metadata"]["namespace"]), cfg->gpushare.unhealthy_namespace);
   EXPECT_EQ(Str(role_binding["roleRef"]["kind"]), "Role");
   EXPECT_EQ(Str(role_binding["roleRef"]["name"]), Str(role["metadata"]["name"]));
@@ -740,6 +753,329 @@ TEST(GpuShareDeployTest, SchedulerConfigSendsGpuPodsToTheGpuShareProfile) {
   EXPECT_EQ(Str(managed[0]["name"]), cfg->gpushare.memory_resource);
   EXPECT_EQ(Str(managed[0]["name"]), "aliyun.com/gpu-mem");
   EXPECT_EQ(Bool(managed[0]["ignoredByScheduler"]), false);
+}
+
+
+// ---- high availability, network isolation, TLS, monitoring, sidecar ----
+
+std::vector<YAML::Node> OfKind(const std::vector<YAML::Node>& objects, const std::string& kind) {
+  std::vector<YAML::Node> found;
+  for (const YAML::Node& o : objects) {
+    if (Str(o["kind"]) == kind) {
+      found.push_back(o);
+    }
+  }
+  return found;
+}
+
+YAML::Node Named(const std::vector<YAML::Node>& objects, const std::string& kind,
+                 const std::string& name) {
+  for (const YAML::Node& o : OfKind(objects, kind)) {
+    if (Str(o["metadata"]["name"]) == name) {
+      return o;
+    }
+  }
+  ADD_FAILURE() << "no " << kind << " " << name;
+  return YAML::Node();
+}
+
+// Whether every key/value of `selector` is among `labels`.
+bool Selects(const YAML::Node& selector, const YAML::Node& labels) {
+  if (!selector.IsMap() || selector.size() == 0) {
+    return false;
+  }
+  for (auto it = selector.begin(); it != selector.end(); ++it) {
+    if (Str(labels[it->first.Scalar()]) != Str(it->second)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+TEST_F(DeployTest, TwoReplicasElectALeaderOnALeaseTheirRoleAllows) {
+  const YAML::Node deployment = One("Deployment");
+  EXPECT_EQ(Int(deployment["spec"]["replicas"]), 2);
+  StatusOr<config::Config> cfg = DeployedConfig();
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  const config::LeaderElectionConfig& le = cfg->cluster.leader_election;
+  EXPECT_TRUE(le.enabled);
+  EXPECT_EQ(le.lease_name, "schedext");
+  EXPECT_EQ(le.lease_namespace, "") << "left to the pod's namespace";
+  EXPECT_EQ(le.lease_duration_seconds, 15);
+  EXPECT_EQ(le.renew_deadline_seconds, 10);
+  EXPECT_EQ(le.retry_period_seconds, 2);
+
+  // The pod's namespace reaches schedext through the downward API.
+  bool pod_namespace = false;
+  for (const YAML::Node& e : Container()["env"]) {
+    pod_namespace = pod_namespace || (Str(e["name"]) == "POD_NAMESPACE" &&
+                                      Str(e["valueFrom"]["fieldRef"]["fieldPath"]) ==
+                                          "metadata.namespace");
+  }
+  EXPECT_TRUE(pod_namespace) << "POD_NAMESPACE from metadata.namespace";
+
+  // Leases in that namespace: get, create, patch (and update).
+  const YAML::Node role = Named(*objects_, "Role", "schedext-leader-election");
+  EXPECT_EQ(Str(role["metadata"]["namespace"]), "schedext-system");
+  bool lease_rule = false;
+  for (const YAML::Node& rule : role["rules"]) {
+    if (Str(rule["apiGroups"][0]) != "coordination.k8s.io" || Str(rule["resources"][0]) != "leases") {
+      continue;
+    }
+    std::set<std::string> verbs;
+    for (const YAML::Node& v : rule["verbs"]) {
+      verbs.insert(Str(v));
+    }
+    lease_rule = verbs.count("get") && verbs.count("create") && verbs.count("patch") &&
+                 verbs.count("update");
+  }
+  EXPECT_TRUE(lease_rule) << "coordination.k8s.io leases get/create/update/patch";
+  const YAML::Node binding = Named(*objects_, "RoleBinding", "schedext-leader-election");
+  EXPECT_EQ(Str(binding["roleRef"]["kind"]), "Role");
+  EXPECT_EQ(Str(binding["roleRef"]["name"]), "schedext-leader-election");
+  EXPECT_EQ(Str(binding["subjects"][0]["name"]),
+            Str(deployment["spec"]["template"]["spec"]["serviceAccountName"]));
+
+  // One replica per node.
+  const YAML::Node labels = deployment["spec"]["template"]["metadata"]["labels"];
+  bool per_node = false;
+  for (const YAML::Node& t : deployment["spec"]["template"]["spec"]["topologySpreadConstraints"]) {
+    per_node = per_node || (Str(t["topologyKey"]) == "kubernetes.io/hostname" &&
+                            Int(t["maxSkew"]) == 1 &&
+                            Str(t["whenUnsatisfiable"]) == "DoNotSchedule" &&
+                            Selects(t["labelSelector"]["matchLabels"], labels));
+  }
+  EXPECT_TRUE(per_node) << "a hostname spread constraint selecting the pods";
+
+  // Only the leader is ever ready: a rolling update must be allowed to stop
+  // every old pod, or it would wait for a second ready pod forever.
+  EXPECT_EQ(Int(deployment["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"]),
+            Int(deployment["spec"]["replicas"]));
+
+  // The PodDisruptionBudget selects the pods and keeps the ready one.
+  const YAML::Node pdb = One("PodDisruptionBudget");
+  EXPECT_TRUE(Selects(pdb["spec"]["selector"]["matchLabels"], labels));
+  EXPECT_EQ(Int(pdb["spec"]["minAvailable"]), 1);
+  EXPECT_EQ(Str(pdb["spec"]["unhealthyPodEvictionPolicy"]), "AlwaysAllow");
+}
+
+TEST_F(DeployTest, NetworkPolicyAdmitsOnlyTheSchedulerToTheVerbPort) {
+  StatusOr<config::Config> cfg = DeployedConfig();
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  const YAML::Node policy = One("NetworkPolicy");
+  EXPECT_TRUE(Selects(policy["spec"]["podSelector"]["matchLabels"],
+                      One("Deployment")["spec"]["template"]["metadata"]["labels"]));
+  ASSERT_TRUE(policy["spec"]["ingress"].IsSequence());
+  // port → the `from` of the rule admitting it (null: from anywhere).
+  std::map<int64_t, YAML::Node> from;
+  for (const YAML::Node& rule : policy["spec"]["ingress"]) {
+    for (const YAML::Node& port : rule["ports"]) {
+      ASSERT_TRUE(Int(port["port"]).has_value());
+      // emplace: assigning to a yaml-cpp node writes through it, and an
+      // absent `from` is an invalid node.
+      EXPECT_TRUE(from.emplace(*Int(port["port"]), rule["from"]).second) << "one rule per port";
+    }
+  }
+  EXPECT_EQ(from.size(), 2u) << "the verb port and the status port, nothing else";
+  ASSERT_TRUE(from.count(cfg->server.port));
+  const YAML::Node verbs_from = from.at(cfg->server.port);
+  ASSERT_TRUE(verbs_from.IsSequence());
+  ASSERT_EQ(verbs_from.size(), 1u);
+  EXPECT_EQ(Str(verbs_from[0]["podSelector"]["matchLabels"]["app.kubernetes.io/name"]),
+            "schedext-scheduler");
+  EXPECT_TRUE(verbs_from[0]["namespaceSelector"].IsMap()) << "schedulers of any namespace";
+  ASSERT_TRUE(from.count(cfg->server.status_port));
+  EXPECT_FALSE(from.at(cfg->server.status_port).IsDefined()) << "status from anywhere";
+}
+
+TEST(TlsDeployTest, OverlayServesTlsFromTheMountedSecretAndTheSchedulerMatches) {
+  std::vector<YAML::Node> objects;
+  const std::string error = Render(kSourceDir + "/deploy/tls", objects);
+  ASSERT_TRUE(error.empty()) << error;
+  const std::vector<YAML::Node> maps = OfKind(objects, "ConfigMap");
+  ASSERT_EQ(maps.size(), 1u);
+  StatusOr<config::Config> cfg =
+      config::LoadConfigText(Str(maps[0]["data"]["schedext.yaml"]), "tls schedext.yaml");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  const config::TlsConfig& tls = cfg->server.tls;
+  ASSERT_TRUE(tls.enabled());
+  EXPECT_FALSE(tls.client_ca_file.empty()) << "client certificates required";
+  EXPECT_TRUE(cfg->cluster.leader_election.enabled);
+
+  // Each file is a key of the Secret mounted at its directory.
+  const YAML::Node deployment = Named(objects, "Deployment", "schedext");
+  const YAML::Node pod = deployment["spec"]["template"]["spec"];
+  const YAML::Node container = pod["containers"][0];
+  std::string secret;
+  for (const std::string& file : {tls.cert_file, tls.key_file, tls.client_ca_file}) {
+    SCOPED_TRACE(file);
+    bool found = false;
+    for (const YAML::Node& m : container["volumeMounts"]) {
+      const std::string dir = Str(m["mountPath"]);
+      if (file.rfind(dir + "/", 0) != 0) {
+        continue;
+      }
+      for (const YAML::Node& v : pod["volumes"]) {
+        if (Str(v["name"]) == Str(m["name"]) && v["secret"] && v["secret"].IsMap()) {
+          secret = Str(v["secret"]["secretName"]);
+          const std::string key = file.substr(dir.size() + 1);
+          found = key == "tls.crt" || key == "tls.key" || key == "ca.crt";
+        }
+      }
+    }
+    EXPECT_TRUE(found) << "not a key of a mounted kubernetes.io/tls Secret";
+  }
+  EXPECT_EQ(secret, "schedext-tls");
+  // The config volume is still there (the patch adds, it does not replace).
+  bool config_volume = false;
+  for (const YAML::Node& v : pod["volumes"]) {
+    config_volume = config_volume || (v["configMap"] && Str(v["configMap"]["name"]) ==
+                                                           Str(maps[0]["metadata"]["name"]));
+  }
+  EXPECT_TRUE(config_volume);
+
+  // cert-manager issues that Secret for the Service's name, from the CA that
+  // also issues kube-scheduler's client certificate.
+  const YAML::Node svc = Named(objects, "Service", "schedext");
+  const std::string host = Str(svc["metadata"]["name"]) + "." + Str(svc["metadata"]["namespace"]) +
+                           ".svc";
+  const YAML::Node server_cert = Named(objects, "Certificate", "schedext-tls");
+  EXPECT_EQ(Str(server_cert["spec"]["secretName"]), "schedext-tls");
+  std::set<std::string> names;
+  for (const YAML::Node& n : server_cert["spec"]["dnsNames"]) {
+    names.insert(Str(n));
+  }
+  EXPECT_TRUE(names.count(host)) << host;
+  const YAML::Node client_cert = Named(objects, "Certificate", "schedext-scheduler-client");
+  EXPECT_EQ(Str(client_cert["spec"]["issuerRef"]["name"]),
+            Str(server_cert["spec"]["issuerRef"]["name"]));
+  bool client_auth = false;
+  for (const YAML::Node& u : client_cert["spec"]["usages"]) {
+    client_auth = client_auth || Str(u) == "client auth";
+  }
+  EXPECT_TRUE(client_auth);
+
+  // The scheduler side: HTTPS to that name, with a CA and a client certificate.
+  YAML::Node doc = YAML::LoadFile(kSchedulerDir + "/kube-scheduler-config-tls.yaml");
+  EXPECT_EQ(Str(doc["kind"]), "KubeSchedulerConfiguration");
+  EXPECT_EQ(Str(doc["leaderElection"]["resourceName"]), "schedext-scheduler");
+  const YAML::Node e = doc["extenders"][0];
+  std::optional<Url> url = ParseUrl(Str(e["urlPrefix"]));
+  ASSERT_TRUE(url.has_value());
+  EXPECT_EQ(url->scheme, "https");
+  EXPECT_EQ(url->authority, host + ":" + Str(svc["spec"]["ports"][0]["port"]));
+  EXPECT_EQ(Bool(e["enableHTTPS"]), true);
+  for (const char* key : {"caFile", "certFile", "keyFile"}) {
+    EXPECT_FALSE(Str(e["tlsConfig"][key]).empty()) << key;
+  }
+  EXPECT_EQ(Bool(e["nodeCacheCapable"]), true);
+  EXPECT_TRUE(IsGoDuration(Str(e["httpTimeout"])));
+}
+
+TEST(MonitoringDeployTest, ScrapesTheStatusPortAndAlertsOnSeriesSchedextExports) {
+  std::vector<YAML::Node> objects;
+  const std::string error = Render(kSourceDir + "/deploy/monitoring", objects);
+  ASSERT_TRUE(error.empty()) << error;
+  std::vector<YAML::Node> base;
+  ASSERT_TRUE(Render(kBaseDir, base).empty());
+  const YAML::Node deployment = Named(base, "Deployment", "schedext");
+
+  const YAML::Node monitor = Named(objects, "PodMonitor", "schedext");
+  EXPECT_EQ(Str(monitor["metadata"]["namespace"]), "schedext-system");
+  EXPECT_TRUE(Selects(monitor["spec"]["selector"]["matchLabels"],
+                      deployment["spec"]["template"]["metadata"]["labels"]));
+  const YAML::Node endpoint = monitor["spec"]["podMetricsEndpoints"][0];
+  EXPECT_EQ(Str(endpoint["path"]), "/metrics");
+  bool port = false;
+  for (const YAML::Node& p : deployment["spec"]["template"]["spec"]["containers"][0]["ports"]) {
+    port = port || Str(p["name"]) == Str(endpoint["port"]);
+  }
+  EXPECT_TRUE(port) << "the PodMonitor's port " << Str(endpoint["port"]) << " is a container port";
+
+  // What schedext's /metrics shows with leader election and a cluster cache.
+  server::Metrics metrics({"default"});
+  metrics.SetCacheSynced([] { return true; });
+  metrics.SetLeaderElection([] { return false; }, [] { return uint64_t{3}; });
+  std::string exposition;
+  metrics.Render(exposition);
+  EXPECT_NE(exposition.find("\nschedext_cache_synced 1\n"), std::string::npos);
+  EXPECT_NE(exposition.find("\nschedext_leader 0\n"), std::string::npos);
+  EXPECT_NE(exposition.find("\nschedext_leader_transitions_total 3\n"), std::string::npos);
+
+  // Every schedext_* series an alert reads is in that exposition.
+  const std::regex series("schedext_[a-z_]+");
+  std::set<std::string> alerts;
+  for (const YAML::Node& group : Named(objects, "PrometheusRule", "schedext")["spec"]["groups"]) {
+    for (const YAML::Node& rule : group["rules"]) {
+      const std::string expr = Str(rule["expr"]);
+      alerts.insert(Str(rule["alert"]));
+      for (auto it = std::sregex_iterator(expr.begin(), expr.end(), series);
+           it != std::sregex_iterator(); ++it) {
+        EXPECT_NE(exposition.find("\n" + it->str()), std::string::npos)
+            << Str(rule["alert"]) << " reads " << it->str() << ", which schedext does not export";
+      }
+    }
+  }
+  EXPECT_EQ(alerts, (std::set<std::string>{"SchedextNoLeader", "SchedextLeaderFlapping",
+                                           "SchedextRequestErrors", "SchedextLatencyHigh",
+                                           "SchedextCacheNotSynced"}));
+}
+
+TEST(SidecarDeployTest, SchedextOnLoopbackBesideTheSchedulerWithoutItsOwnElection) {
+  const std::string dir = kSourceDir + "/deploy/sidecar";
+  std::vector<YAML::Node> objects;
+  const std::string error = Render(dir, objects);
+  ASSERT_TRUE(error.empty()) << error;
+  const YAML::Node pod = Named(objects, "Pod", "schedext-scheduler");
+  EXPECT_EQ(Str(pod["metadata"]["namespace"]), "kube-system");
+  EXPECT_EQ(Bool(pod["spec"]["hostNetwork"]), true);
+  StatusOr<config::Config> cfg = config::LoadConfigFile(dir + "/schedext.yaml");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_EQ(cfg->server.host, "127.0.0.1") << "the verbs on loopback only";
+  EXPECT_EQ(cfg->server.status_host, "127.0.0.1");
+  EXPECT_FALSE(cfg->cluster.leader_election.enabled) << "the scheduler's election decides";
+  EXPECT_FALSE(cfg->server.tls.enabled());
+
+  YAML::Node sched = YAML::LoadFile(dir + "/kube-scheduler-config.yaml");
+  EXPECT_EQ(Str(sched["kind"]), "KubeSchedulerConfiguration");
+  EXPECT_EQ(Bool(sched["leaderElection"]["leaderElect"]), true);
+  EXPECT_EQ(Str(sched["leaderElection"]["resourceName"]), "schedext-scheduler");
+  const YAML::Node e = sched["extenders"][0];
+  EXPECT_EQ(Str(e["urlPrefix"]), "http://127.0.0.1:" + std::to_string(cfg->server.port));
+  EXPECT_EQ(Bool(e["enableHTTPS"]), false);
+  for (const char* key : {"filterVerb", "prioritizeVerb", "bindVerb"}) {
+    EXPECT_TRUE(kServedVerbs.count(Str(e[key]))) << key;
+  }
+
+  // Both containers find their files where the manifest mounts the host's
+  // /etc/kubernetes/schedext; schedext's probe is its status port.
+  std::map<std::string, YAML::Node> containers;
+  for (const YAML::Node& c : pod["spec"]["containers"]) {
+    containers[Str(c["name"])] = c;
+  }
+  ASSERT_TRUE(containers.count("kube-scheduler") && containers.count("schedext"));
+  std::string scheduler_config;
+  for (const YAML::Node& a : containers["kube-scheduler"]["command"]) {
+    if (Str(a).rfind("--config=", 0) == 0) {
+      scheduler_config = Str(a).substr(9);
+    }
+  }
+  EXPECT_EQ(scheduler_config, "/etc/kubernetes/schedext/kube-scheduler-config.yaml");
+  std::vector<std::string> args;
+  for (const YAML::Node& a : containers["schedext"]["args"]) {
+    args.push_back(Str(a));
+  }
+  EXPECT_EQ(args, (std::vector<std::string>{"--config", "/etc/kubernetes/schedext/schedext.yaml",
+                                            "--kubeconfig", "/etc/kubernetes/scheduler.conf"}));
+  EXPECT_EQ(Int(containers["schedext"]["livenessProbe"]["httpGet"]["port"]),
+            cfg->server.status_port);
+  for (const auto& [name, c] : containers) {
+    bool mounted = false;
+    for (const YAML::Node& m : c["volumeMounts"]) {
+      mounted = mounted || Str(m["mountPath"]) == "/etc/kubernetes/schedext";
+    }
+    EXPECT_TRUE(mounted) << name;
+  }
 }
 
 }  // namespace

@@ -54,6 +54,16 @@ class Metrics {
   // after the request series by every Render. `extra` must allow concurrent
   // calls.
   void SetExtra(std::function<void(std::string& out)> extra) { extra_ = std::move(extra); }
+  // State read at scrape time (set before the server starts; each function
+  // must allow concurrent calls). With `synced`: schedext_cache_synced 0/1,
+  // whether the node and pod cache has synced. With leader election:
+  // schedext_leader 0/1 (this replica holds the Lease and may serve) and
+  // schedext_leader_transitions_total (times it started or stopped leading).
+  void SetCacheSynced(std::function<bool()> synced) { cache_synced_ = std::move(synced); }
+  void SetLeaderElection(std::function<bool()> leader, std::function<uint64_t()> transitions) {
+    leader_ = std::move(leader);
+    leader_transitions_ = std::move(transitions);
+  }
 
  private:
   static constexpr std::array<double, 14> kBuckets = {
@@ -74,6 +84,9 @@ class Metrics {
   std::unique_ptr<ProfileSeries[]> series_;
   std::atomic<uint64_t> log_suppressed_{0};
   std::function<void(std::string& out)> extra_;
+  std::function<bool()> cache_synced_;
+  std::function<bool()> leader_;
+  std::function<uint64_t()> leader_transitions_;
 };
 
 // Appends the cluster-wide GPU-sharing gauges of the cache's latest snapshot:
