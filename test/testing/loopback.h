@@ -23,6 +23,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstddef>
@@ -181,6 +182,31 @@ class RawConnection {
     if (fd_ >= 0) ::shutdown(fd_, SHUT_WR);
   }
 
+  // Closes with a TCP reset (SO_LINGER 0) instead of a FIN: a client that
+  // vanishes mid-request.
+  void Reset() {
+    if (fd_ >= 0) {
+      linger l{1, 0};
+      ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+      Close();
+    }
+  }
+
+  // Sends `size` bytes of `fill`, in pieces of at most 64 KiB, without
+  // holding them all in memory (header floods). False once the peer stops
+  // taking them (reset, closed), which a flood expects.
+  bool SendRepeated(char fill, size_t size) {
+    const std::string piece(std::min(size, size_t{64} << 10), fill);
+    for (size_t sent = 0; sent < size;) {
+      const size_t n = std::min(piece.size(), size - sent);
+      if (!Send(std::string_view(piece).substr(0, n))) {
+        return false;
+      }
+      sent += n;
+    }
+    return true;
+  }
+
   bool Send(std::string_view data) {
     size_t sent = 0;
     while (sent < data.size()) {
@@ -246,6 +272,16 @@ class RawConnection {
     while (Fill()) {
     }
     reply.body = std::move(buffer_);
+    buffer_.clear();
+    return eof_;
+  }
+
+  // Everything the server sends until it closes the connection (what is left
+  // after earlier replies included). False on a timeout or reset.
+  bool ReadToEnd(std::string& out) {
+    while (Fill()) {
+    }
+    out = std::move(buffer_);
     buffer_.clear();
     return eof_;
   }
