@@ -1439,9 +1439,32 @@ void FakeApiServer::PushWatchBytes(FakeResource resource, std::string bytes) {
 
 void FakeApiServer::PushBookmark(FakeResource resource) {
   std::lock_guard<std::mutex> lock(impl_->mu);
+  // The real watch cache sends an empty object of the kind as Go encodes it
+  // (creationTimestamp null, the fields without omitempty), with only the
+  // resourceVersion set. The Node's is as seen from kube-apiserver 1.26; the
+  // Pod's and ConfigMap's follow from the same encoding.
   json object = {{"kind", KindOf(resource)},
                  {"apiVersion", "v1"},
-                 {"metadata", {{"resourceVersion", std::to_string(impl_->rv)}}}};
+                 {"metadata",
+                  {{"resourceVersion", std::to_string(impl_->rv)}, {"creationTimestamp", nullptr}}}};
+  if (resource == FakeResource::kNodes) {
+    object["spec"] = json::object();
+    object["status"] = {{"daemonEndpoints", {{"kubeletEndpoint", {{"Port", 0}}}}},
+                        {"nodeInfo",
+                         {{"machineID", ""},
+                          {"systemUUID", ""},
+                          {"bootID", ""},
+                          {"kernelVersion", ""},
+                          {"osImage", ""},
+                          {"containerRuntimeVersion", ""},
+                          {"kubeletVersion", ""},
+                          {"kubeProxyVersion", ""},
+                          {"operatingSystem", ""},
+                          {"architecture", ""}}}};
+  } else if (resource == FakeResource::kPods) {
+    object["spec"] = {{"containers", nullptr}};
+    object["status"] = json::object();
+  }
   const std::string line = EventLine("BOOKMARK", object);
   for (const auto& w : impl_->watches) {
     if (w->resource == resource && w->bookmarks && !w->end && !w->drop) {

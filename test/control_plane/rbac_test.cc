@@ -1,0 +1,198 @@
+// schedext's ServiceAccount with exactly the RBAC of deploy/ (applied by the
+// fixture from the manifests) against the real authorizer: everything schedext
+// does is allowed, and the grants stop there.
+#include <chrono>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "control_plane/api_objects.h"
+#include "control_plane/control_plane_suite.h"
+#include "schedext/cluster/cache.h"
+#include "schedext/cluster/informer.h"
+#include "schedext/cluster/kube_binder.h"
+#include "schedext/cluster/pod_annotator.h"
+#include "schedext/model/gpushare.h"
+
+namespace schedext::testing {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+// The API server's wording of an RBAC refusal.
+std::string Forbidden(const std::string& user, const std::string& verb, const std::string& resource,
+                      const std::string& where) {
+  return "User \"" + user + "\" cannot " + verb + " resource \"" + resource +
+         "\" in API group \"\" " + where;
+}
+
+class RbacBase : public ControlPlaneSuite {
+ protected:
+  static std::string CreatePod(const std::string& ns, const std::string& name) {
+    auto created = cp().Create("/api/v1/namespaces/" + ns + "/pods", PodJson(ns, name));
+    EXPECT_TRUE(created.ok()) << created.status().ToString();
+    return created.ok() ? JsonString(*created, {"metadata", "uid"}) : "";
+  }
+  static void CreateNodeAndUnhealthyConfigMap(const std::string& node) {
+    ASSERT_TRUE(cp().Create("/api/v1/nodes", NodeJson(node)).ok());
+    auto cm = cp().Create("/api/v1/namespaces/kube-system/configmaps",
+                          json{{"apiVersion", "v1"},
+                               {"kind", "ConfigMap"},
+                               {"metadata", {{"name", "unhealthy-gpu-" + node}}},
+                               {"data", {{"gpus", "1"}}}}
+                              .dump());
+    ASSERT_TRUE(cm.ok()) << cm.status().ToString();
+  }
+};
+
+class RbacTest : public RbacBase {
+ protected:
+  static void SetUpTestSuite() {
+    ControlPlaneOptions options;  // deploy/base + deploy/gpushare
+    options.namespaces = {"default", "rbac"};
+    StartSharedControlPlane(std::move(options));
+  }
+};
+
+TEST_F(RbacTest, SchedextsServiceAccountMayDoEverythingSchedextDoes) {
+  CreateNodeAndUnhealthyConfigMap("rbac-1");
+  const std::string uid = CreatePod("rbac", "gpu-pod");
+  ASSERT_FALSE(uid.empty());
+
+  auto client = NewClient(cp().schedext_kubeconfig());
+  ASSERT_NE(client, nullptr);
+  RecordingClient recording(*client);
+  // The informers of a GPU-sharing schedext: nodes, pods, kube-system ConfigMaps.
+  cluster::CacheOptions cache_options;
+  cache_options.gpushare = model::GpuShareConvention{};
+  cluster::ClusterCache cache(cache_options);
+  cluster::InformerOptions nodes;
+  nodes.kind = cluster::ResourceKind::kNodes;
+  cluster::InformerOptions pods;
+  pods.kind = cluster::ResourceKind::kPods;
+  cluster::InformerOptions config_maps;
+  config_maps.kind = cluster::ResourceKind::kConfigMaps;
+  config_maps.path = "/api/v1/namespaces/kube-system/configmaps";
+  cluster::Informer node_informer(recording, cache, nodes);
+  cluster::Informer pod_informer(recording, cache, pods);
+  cluster::Informer cm_informer(recording, cache, config_maps);
+  node_informer.Start();
+  pod_informer.Start();
+  cm_informer.Start();
+  EXPECT_TRUE(node_informer.WaitForSync(seconds(30))) << node_informer.Stats().last_error;
+  EXPECT_TRUE(pod_informer.WaitForSync(seconds(30))) << pod_informer.Stats().last_error;
+  EXPECT_TRUE(cm_informer.WaitForSync(seconds(30))) << cm_informer.Stats().last_error;
+  EXPECT_TRUE(WaitFor([&] { return cache.Synced(); }));
+  const model::NodeUsage* usage = cache.snapshot()->FindUsage("rbac-1");
+  ASSERT_NE(usage, nullptr);
+  EXPECT_EQ(usage->gpu.unhealthy, uint64_t{1} << 1) << "the kube-system ConfigMap did not arrive";
+
+  // bind of the GPU-share profile: annotate (merge patch), bind, and the
+  // rollback patch; the reads-back of a 409.
+  cluster::KubePodAnnotator annotator(recording);
+  const std::vector<std::pair<std::string, std::string>> set = {{"ALIYUN_COM_GPU_MEM_IDX", "0"}};
+  auto rv = annotator.Annotate({"rbac", "gpu-pod", uid, "", set, {}});
+  ASSERT_TRUE(rv.ok()) << rv.status().ToString();
+  const std::vector<std::string> remove = {"ALIYUN_COM_GPU_MEM_IDX"};
+  auto rolled_back = annotator.Annotate({"rbac", "gpu-pod", uid, *rv, {}, remove});
+  ASSERT_TRUE(rolled_back.ok()) << rolled_back.status().ToString();
+  cluster::KubeBinder binder(recording);
+  Status bound = binder.Bind({"rbac", "gpu-pod", uid, "rbac-1"});
+  ASSERT_TRUE(bound.ok()) << bound.ToString();
+  Status rebound = binder.Bind({"rbac", "gpu-pod", uid, "rbac-1"});  // 409, then GET
+  ASSERT_TRUE(rebound.ok()) << rebound.ToString();
+
+  // Not one call was refused.
+  size_t calls = 0;
+  for (const RecordedCall& c : recording.calls()) {
+    ++calls;
+    EXPECT_NE(c.status, 401) << c.method << " " << c.path << ": " << c.body;
+    EXPECT_NE(c.status, 403) << c.method << " " << c.path << ": " << c.body;
+    EXPECT_EQ(c.error.find("403"), std::string::npos)
+        << c.method << " " << c.path << ": " << c.error;
+  }
+  EXPECT_GE(calls, 8u);
+  node_informer.Stop();
+  pod_informer.Stop();
+  cm_informer.Stop();
+}
+
+TEST_F(RbacTest, SchedextsServiceAccountMayDoNothingMore) {
+  auto client = NewClient(cp().schedext_kubeconfig());
+  ASSERT_NE(client, nullptr);
+  const std::string user = cp().schedext_user();
+  struct Case {
+    std::string method, path, body, want;
+  };
+  const std::vector<Case> cases = {
+      // ConfigMaps only in kube-system (gpushare.unhealthyNamespace).
+      {"GET", "/api/v1/configmaps", "",
+       Forbidden(user, "list", "configmaps", "at the cluster scope")},
+      {"GET", "/api/v1/namespaces/default/configmaps", "",
+       Forbidden(user, "list", "configmaps", "in the namespace \"default\"")},
+      {"GET", "/api/v1/namespaces/kube-system/secrets", "",
+       Forbidden(user, "list", "secrets", "in the namespace \"kube-system\"")},
+      {"POST", "/api/v1/namespaces/rbac/pods", PodJson("rbac", "not-mine"),
+       Forbidden(user, "create", "pods", "in the namespace \"rbac\"")},
+      {"PATCH", "/api/v1/nodes/rbac-1", R"({"metadata":{"labels":{"x":"y"}}})",
+       Forbidden(user, "patch", "nodes", "at the cluster scope")},
+  };
+  for (const Case& c : cases) {
+    StatusOr<cluster::HttpResult> r =
+        c.method == "GET"    ? client->Get(c.path)
+        : c.method == "POST" ? client->Post(c.path, c.body)
+                             : client->Patch(c.path, c.body, "application/merge-patch+json");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->status, 403) << c.method << " " << c.path << ": " << r->body;
+    EXPECT_EQ(JsonString(r->body, {"reason"}), "Forbidden") << r->body;
+    EXPECT_NE(JsonString(r->body, {"message"}).find(c.want), std::string::npos)
+        << c.method << " " << c.path << ": " << r->body;
+  }
+}
+
+// ---------------------------------------------------------------------------
+
+// deploy/base alone (without the gpushare overlay's RBAC).
+class RbacBaseOnlyTest : public RbacBase {
+ protected:
+  static void SetUpTestSuite() {
+    ControlPlaneOptions options;
+    options.rbac_manifests = {"deploy/base/namespace.yaml", "deploy/base/serviceaccount.yaml",
+                              "deploy/base/rbac.yaml"};
+    options.namespaces = {"default", "rbac"};
+    StartSharedControlPlane(std::move(options));
+  }
+};
+
+TEST_F(RbacBaseOnlyTest, BindsButNeedsTheGpuShareOverlayToAnnotateAndReadConfigMaps) {
+  ASSERT_TRUE(cp().Create("/api/v1/nodes", NodeJson("base-1")).ok());
+  const std::string uid = CreatePod("rbac", "plain");
+  ASSERT_FALSE(uid.empty());
+  auto client = NewClient(cp().schedext_kubeconfig());
+  ASSERT_NE(client, nullptr);
+  cluster::KubeBinder binder(*client);
+  Status bound = binder.Bind({"rbac", "plain", uid, "base-1"});
+  EXPECT_TRUE(bound.ok()) << bound.ToString();
+
+  cluster::KubePodAnnotator annotator(*client);
+  const std::vector<std::pair<std::string, std::string>> set = {{"ALIYUN_COM_GPU_MEM_IDX", "0"}};
+  auto r = annotator.Annotate({"rbac", "plain", uid, "", set, {}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status().ToString();
+  EXPECT_NE(r.status().message().find(
+                "403 Forbidden: pods \"plain\" is forbidden: " +
+                Forbidden(cp().schedext_user(), "patch", "pods", "in the namespace \"rbac\"")),
+            std::string::npos)
+      << r.status().ToString();
+
+  auto list = client->Get("/api/v1/namespaces/kube-system/configmaps?limit=500");
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  EXPECT_EQ(list->status, 403) << list->body;
+}
+
+}  // namespace
+}  // namespace schedext::testing
