@@ -50,10 +50,12 @@ class E2eSuite : public ControlPlaneSuite {
 
   // Starts the control plane (with the audit log added to `options`), runs
   // `before_schedext` (cluster objects schedext needs at start), then schedext
-  // with the configuration `schedext_config` returns.
+  // with the configuration `schedext_config` returns, ready when `ready` says
+  // so (default: GET /readyz on its port answers 200).
   static void StartE2e(ControlPlaneOptions options,
                        const std::function<StatusOr<std::string>()>& schedext_config,
-                       const std::function<Status()>& before_schedext = {}) {
+                       const std::function<Status()>& before_schedext = {},
+                       std::function<bool(SchedextProcess&)> ready = {}) {
     Shared& s = shared();
     s = Shared{};
     StatusOr<std::string> dir = MakeTempDir("schedext-e2e-");
@@ -76,12 +78,18 @@ class E2eSuite : public ControlPlaneSuite {
       if (!s.setup.ok()) return;
     }
     StatusOr<std::string> config = schedext_config();
+    // The shipped status listener is 0.0.0.0:8889: here loopback, any port.
+    if (config.ok()) config = MergeYaml(*config, "server:\n  statusListen: \"127.0.0.1:0\"\n");
     if (!config.ok()) {
       s.setup = config.status();
       return;
     }
     s.schedext = std::make_unique<SchedextProcess>();
-    s.setup = s.schedext->Start(s.dir, *config, cp().schedext_kubeconfig());
+    // As deploy/base/deployment.yaml does (the Downward API): the leader
+    // election Lease lives in schedext's own namespace, where its Role is.
+    s.setup =
+        s.schedext->Start(s.dir, *config, cp().schedext_kubeconfig(), {},
+                          {"POD_NAMESPACE=" + cp().options().schedext_namespace}, std::move(ready));
   }
 
   static void TearDownTestSuite() {

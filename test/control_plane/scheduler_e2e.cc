@@ -66,7 +66,9 @@ json ParseOrNull(const std::string& text) { return json::parse(text, nullptr, fa
 Status SchedextProcess::Start(const std::string& dir, std::string_view config_yaml,
                               const std::string& kubeconfig,
                               const std::vector<std::string>& extra_args,
-                              std::function<bool(int port)> ready, std::chrono::seconds timeout) {
+                              const std::vector<std::string>& extra_env,
+                              std::function<bool(SchedextProcess&)> ready,
+                              std::chrono::seconds timeout) {
   Stop();
   const std::string suffix = std::to_string(++starts_);
   config_path_ = dir + "/schedext-" + suffix + ".yaml";
@@ -86,6 +88,8 @@ Status SchedextProcess::Start(const std::string& dir, std::string_view config_ya
       env.push_back(*e);
     }
   }
+  std::vector<std::string> added = extra_env;
+  for (std::string& e : added) env.push_back(e.data());
   env.push_back(nullptr);
 
   const int log_fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -117,7 +121,7 @@ Status SchedextProcess::Start(const std::string& dir, std::string_view config_ya
   pid_ = pid;
 
   const auto deadline = steady_clock::now() + timeout;
-  const std::regex listening(R"(listening on (?:https?://)?127\.0\.0\.1:([0-9]+))");
+  const std::regex listening(R"(schedext \S+ listening on (?:https?://)?127\.0\.0\.1:([0-9]+))");
   while (port_ == 0) {
     std::smatch m;
     const std::string log = ReadWholeFile(log_path_);
@@ -131,8 +135,10 @@ Status SchedextProcess::Start(const std::string& dir, std::string_view config_ya
     }
     std::this_thread::sleep_for(milliseconds(50));
   }
-  if (!ready) ready = [](int port) { return HttpGet(port, "/readyz").first == 200; };
-  while (!ready(port_)) {
+  if (!ready) {
+    ready = [](SchedextProcess& p) { return HttpGet(p.port(), "/readyz").first == 200; };
+  }
+  while (!ready(*this)) {
     if (!running()) return UnavailableError("schedext exited:\n" + FileTail(log_path_));
     if (steady_clock::now() >= deadline) {
       return DeadlineExceededError("schedext not ready in time:\n" + FileTail(log_path_));
@@ -151,6 +157,17 @@ void SchedextProcess::Stop() {
   }
   pid_ = -1;
   port_ = 0;
+  status_port_ = 0;
+}
+
+int SchedextProcess::status_port() {
+  if (status_port_ == 0) {
+    static const std::regex line(R"(status listener on (?:http://)?127\.0\.0\.1:([0-9]+))");
+    std::smatch m;
+    const std::string log = ReadWholeFile(log_path_);
+    if (std::regex_search(log, m, line)) status_port_ = std::stoi(m[1].str());
+  }
+  return status_port_;
 }
 
 bool SchedextProcess::running() {
@@ -256,6 +273,37 @@ StatusOr<std::string> SchedulerConfigFromDeploy(const ControlPlane& cp,
       ext["tlsConfig"] = tls;
     }
   }
+  YAML::Emitter out;
+  out << root;
+  return std::string(out.c_str()) + "\n";
+}
+
+namespace {
+
+void Merge(YAML::Node target, const YAML::Node& overlay) {
+  for (const auto& kv : overlay) {
+    const std::string key = kv.first.as<std::string>();
+    if (kv.second.IsMap() && target[key].IsMap()) {
+      Merge(target[key], kv.second);
+    } else {
+      target[key] = kv.second;
+    }
+  }
+}
+
+}  // namespace
+
+StatusOr<std::string> MergeYaml(std::string_view yaml, std::string_view overlay) {
+  YAML::Node root;
+  YAML::Node extra;
+  try {
+    root = YAML::Load(std::string(yaml));
+    extra = YAML::Load(std::string(overlay));
+  } catch (const YAML::Exception& e) {
+    return InvalidArgumentError(e.what());
+  }
+  if (!root.IsMap() || !extra.IsMap()) return InvalidArgumentError("MergeYaml: not two maps");
+  Merge(root, extra);
   YAML::Emitter out;
   out << root;
   return std::string(out.c_str()) + "\n";
@@ -404,24 +452,43 @@ std::map<std::string, std::string> WaitForNodeNames(const ControlPlane& cp, std:
   return wanted;
 }
 
-std::optional<std::string> WaitUnschedulable(const ControlPlane& cp, std::string_view ns,
-                                             std::string_view name, milliseconds timeout) {
-  std::optional<std::string> message;
+namespace {
+
+std::optional<std::pair<std::string, std::string>> WaitPodScheduledFalse(
+    const ControlPlane& cp, std::string_view ns, std::string_view name,
+    std::string_view want_reason, milliseconds timeout) {
+  std::optional<std::pair<std::string, std::string>> found;
   PollUntil(
       [&] {
         const json pod = GetPod(cp, ns, name);
         if (!pod.is_object()) return false;
         for (const json& c : pod["status"].value("conditions", json::array())) {
           if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False" &&
-              c.value("reason", "") == "Unschedulable") {
-            message = c.value("message", "");
+              (want_reason.empty() || c.value("reason", "") == want_reason)) {
+            found = std::make_pair(c.value("reason", ""), c.value("message", ""));
             return true;
           }
         }
         return false;
       },
       timeout);
-  return message;
+  return found;
+}
+
+}  // namespace
+
+std::optional<std::string> WaitUnschedulable(const ControlPlane& cp, std::string_view ns,
+                                             std::string_view name, milliseconds timeout) {
+  auto found = WaitPodScheduledFalse(cp, ns, name, "Unschedulable", timeout);
+  if (!found) return std::nullopt;
+  return found->second;
+}
+
+std::optional<std::pair<std::string, std::string>> WaitNotScheduled(const ControlPlane& cp,
+                                                                    std::string_view ns,
+                                                                    std::string_view name,
+                                                                    milliseconds timeout) {
+  return WaitPodScheduledFalse(cp, ns, name, "", timeout);
 }
 
 std::vector<std::string> FailedSchedulingEvents(const ControlPlane& cp, std::string_view ns,

@@ -51,18 +51,23 @@ class SchedextProcess {
 
   // Writes `config_yaml` to `dir`, starts SCHEDEXT_BINARY with --config, the
   // kubeconfig, --listen 127.0.0.1:0 and `extra_args`, reads the port from
-  // its "listening on" line, then waits until `ready(port)` holds (default:
+  // its "listening on" line, then waits until `ready(*this)` holds (default:
   // plain GET /readyz answers 200, i.e. its informers have synced). Bounded
-  // by `timeout`; the error carries the log's tail.
+  // by `timeout`; the error carries the log's tail. `extra_env` ("NAME=value")
+  // is added to the test's environment.
   Status Start(const std::string& dir, std::string_view config_yaml, const std::string& kubeconfig,
                const std::vector<std::string>& extra_args = {},
-               std::function<bool(int port)> ready = {},
+               const std::vector<std::string>& extra_env = {},
+               std::function<bool(SchedextProcess&)> ready = {},
                std::chrono::seconds timeout = std::chrono::seconds(60));
   // SIGTERM, then SIGKILL after a bound; reaps. Idempotent.
   void Stop();
 
   bool running();
   int port() const { return port_; }
+  // The port of its status listener (server.statusListen), read from its
+  // "status listener on" line; 0 when it has none.
+  int status_port();
   // "http://127.0.0.1:<port>".
   std::string url() const;
   const std::string& log_path() const { return log_path_; }
@@ -71,6 +76,7 @@ class SchedextProcess {
  private:
   pid_t pid_ = -1;
   int port_ = 0;
+  int status_port_ = 0;
   int starts_ = 0;
   std::string log_path_;
   std::string config_path_;
@@ -120,6 +126,9 @@ StatusOr<std::string> SchedulerConfigFromDeploy(const ControlPlane& cp,
 
 // A source-tree file's content.
 StatusOr<std::string> ReadSourceFile(std::string_view relative_path);
+
+// `yaml` with the maps of `overlay` merged in, recursively (overlay wins).
+StatusOr<std::string> MergeYaml(std::string_view yaml, std::string_view overlay);
 
 // `yaml` (a schedext configuration, e.g. deploy/base/schedext.yaml) with
 // `policy_yaml` (one policy entry as a YAML map) inserted at the start of the
@@ -180,6 +189,12 @@ std::map<std::string, std::string> WaitForNodeNames(const ControlPlane& cp, std:
 std::optional<std::string> WaitUnschedulable(const ControlPlane& cp, std::string_view ns,
                                              std::string_view name,
                                              std::chrono::milliseconds timeout);
+
+// Polls until the pod has PodScheduled=False for any reason (Unschedulable,
+// SchedulerError): {reason, message}, or nullopt.
+std::optional<std::pair<std::string, std::string>> WaitNotScheduled(
+    const ControlPlane& cp, std::string_view ns, std::string_view name,
+    std::chrono::milliseconds timeout);
 
 // The messages of the pod's FailedScheduling events.
 std::vector<std::string> FailedSchedulingEvents(const ControlPlane& cp, std::string_view ns,
