@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <simdjson.h>
 
 #include "fuzz_support.h"
 #include "schedext/model/owned.h"
@@ -33,7 +33,16 @@
 namespace schedext::fuzz {
 namespace {
 
-using Json = nlohmann::json;
+namespace dom = simdjson::dom;
+
+// The replies are checked with simdjson's DOM parser: it validates a whole
+// document strictly (RFC 8259 and UTF-8), where the on-demand decoder under
+// test skips what it does not read, and it is fast enough to run on every
+// input. One parser per process: it only grows.
+dom::parser& Validator() {
+  static dom::parser parser;
+  return parser;
+}
 
 void AppendField(std::string_view text, std::string& out) {
   out.append(std::to_string(text.size())).push_back(':');
@@ -114,11 +123,26 @@ std::string Fingerprint(const Status& status, const wire::ExtenderArgsView& args
   return out;
 }
 
-// `text` must parse as JSON; returns it.
-Json ParseJson(const std::string& text, const char* what) {
-  Json parsed = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  SCHEDEXT_FUZZ_CHECK(!parsed.is_discarded(), std::string(what) + " is not valid JSON: " + text);
-  return parsed;
+// `text` must be valid JSON; returns its root (valid until the next parse).
+dom::element ParseJson(std::string_view text, const char* what) {
+  dom::element root;
+  const simdjson::error_code code = Validator().parse(text.data(), text.size()).get(root);
+  SCHEDEXT_FUZZ_CHECK(code == simdjson::SUCCESS, std::string(what) + " is not valid JSON (" +
+                                                     simdjson::error_message(code) + "): " +
+                                                     std::string(text));
+  return root;
+}
+
+bool IsValidJson(std::string_view text) {
+  dom::element root;
+  return Validator().parse(text.data(), text.size()).get(root) == simdjson::SUCCESS;
+}
+
+// The string at `key` of the object `root`, or a failed check.
+std::string_view StringAt(dom::element root, const char* key, const std::string& context) {
+  std::string_view value;
+  SCHEDEXT_FUZZ_CHECK(root[key].get(value) == simdjson::SUCCESS, context);
+  return value;
 }
 
 void CheckError(const Status& status, std::string_view message_type) {
@@ -127,16 +151,16 @@ void CheckError(const Status& status, std::string_view message_type) {
   SCHEDEXT_FUZZ_CHECK(status.message().compare(0, prefix.size(), prefix) == 0, status.message());
   std::string reply;
   wire::AppendFilterError(status.message(), reply);
-  const Json parsed = ParseJson(reply, "filter error reply");
-  SCHEDEXT_FUZZ_CHECK(parsed["Error"] == status.message(), reply);
+  const dom::element parsed = ParseJson(reply, "filter error reply");
+  SCHEDEXT_FUZZ_CHECK(StringAt(parsed, "Error", reply) == status.message(), reply);
 }
 
 // The string encoders on one decoded string: quoted, escaped, parsed back.
 void CheckStringRoundTrip(std::string_view text) {
   std::string reply;
   wire::AppendBindingResult(text, reply);
-  const Json parsed = ParseJson(reply, "binding result");
-  SCHEDEXT_FUZZ_CHECK(parsed["Error"].get<std::string>() == text, reply);
+  const dom::element parsed = ParseJson(reply, "binding result");
+  SCHEDEXT_FUZZ_CHECK(StringAt(parsed, "Error", reply) == text, reply);
 }
 
 void CheckExtenderArgs(std::string_view input, const wire::RequestBuffer& body,
@@ -180,13 +204,21 @@ void CheckExtenderArgs(std::string_view input, const wire::RequestBuffer& body,
   // The reply goes to kube-scheduler, which parses all of it. Names always
   // come out valid; raw node spans only when the request itself was valid JSON
   // (the decoder skips what it does not read without validating it).
-  if (!full || Json::accept(input)) {
-    const Json parsed = ParseJson(reply, "filter result");
-    SCHEDEXT_FUZZ_CHECK(parsed["FailedNodes"].is_object(), reply);
+  if (!full || IsValidJson(input)) {
+    const dom::element parsed = ParseJson(reply, "filter result");
+    dom::object failed_map;
+    SCHEDEXT_FUZZ_CHECK(parsed["FailedNodes"].get(failed_map) == simdjson::SUCCESS, reply);
     if (!full) {
-      SCHEDEXT_FUZZ_CHECK(parsed["NodeNames"].size() == passing.size(), reply);
-      for (size_t i = 0; i < passing.size(); ++i) {
-        SCHEDEXT_FUZZ_CHECK(parsed["NodeNames"][i].get<std::string>() == passing_names[i], reply);
+      dom::array names;
+      SCHEDEXT_FUZZ_CHECK(parsed["NodeNames"].get(names) == simdjson::SUCCESS &&
+                              names.size() == passing.size(),
+                          reply);
+      size_t i = 0;
+      for (dom::element name : names) {
+        std::string_view text;
+        SCHEDEXT_FUZZ_CHECK(name.get(text) == simdjson::SUCCESS && text == passing_names[i],
+                            reply);
+        ++i;
       }
     }
   }
@@ -217,11 +249,17 @@ void CheckExtenderArgs(std::string_view input, const wire::RequestBuffer& body,
   }
   reply.clear();
   wire::AppendHostPriorityList(scores, reply);
-  const Json list = ParseJson(reply, "host priority list");
-  SCHEDEXT_FUZZ_CHECK(list.is_array() && list.size() == scores.size(), reply);
-  for (size_t i = 0; i < scores.size(); ++i) {
-    SCHEDEXT_FUZZ_CHECK(list[i]["Host"].get<std::string>() == scores[i].host, reply);
-    SCHEDEXT_FUZZ_CHECK(list[i]["Score"].get<int64_t>() == scores[i].score, reply);
+  dom::array list;
+  SCHEDEXT_FUZZ_CHECK(ParseJson(reply, "host priority list").get(list) == simdjson::SUCCESS &&
+                          list.size() == scores.size(),
+                      reply);
+  size_t i = 0;
+  for (dom::element entry : list) {
+    int64_t score = 0;
+    SCHEDEXT_FUZZ_CHECK(StringAt(entry, "Host", reply) == scores[i].host, reply);
+    SCHEDEXT_FUZZ_CHECK(entry["Score"].get(score) == simdjson::SUCCESS && score == scores[i].score,
+                        reply);
+    ++i;
   }
 }
 
