@@ -3,10 +3,12 @@
 #include <signal.h>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -24,6 +26,7 @@
 #include "schedext/cluster/http_kube_client.h"
 #include "schedext/cluster/informer.h"
 #include "schedext/cluster/kube_binder.h"
+#include "schedext/cluster/leader_election.h"
 #include "schedext/cluster/pod_annotator.h"
 #include "schedext/config/config.h"
 #include "schedext/pipeline/profile.h"
@@ -218,6 +221,11 @@ struct ClusterConnection {
   std::unique_ptr<schedext::cluster::Informer> config_maps;  // null without GPU sharing
   std::unique_ptr<schedext::cluster::KubeBinder> binder;
   std::unique_ptr<schedext::cluster::KubePodAnnotator> annotator;
+  // With cluster.leaderElection: the elector and its own API client (its own
+  // short timeout and rate limit, so binds never delay a renewal).
+  std::unique_ptr<schedext::cluster::KubeClient> election_client;
+  std::unique_ptr<schedext::cluster::LeaderElector> elector;
+  bool election_started = false;  // the supervisor thread's
   std::string source;
 
   bool ready_during_relist = false;
@@ -237,7 +245,21 @@ struct ClusterConnection {
       config_maps->Start();
     }
   }
+  // Campaigns only once the cache has synced, so a restarted replica never
+  // takes the lease from under a synced follower only to be unready.
+  void MaybeStartElection() {
+    if (elector && !election_started && Ready()) {
+      election_started = true;
+      spdlog::info("leader election: cache synced; campaigning for lease {}/{} as {}",
+                   elector->options().lease_namespace, elector->options().lease_name,
+                   elector->options().identity);
+      elector->Start();
+    }
+  }
   void Stop() {
+    if (elector) {
+      elector->Stop();  // releases the lease once the requests have drained
+    }
     nodes->Stop();
     pods->Stop();
     if (config_maps) {
@@ -254,6 +276,10 @@ schedext::StatusOr<std::unique_ptr<ClusterConnection>> ConnectCluster(
   constexpr std::string_view kGpuShareNeedsCluster =
       "the GpuShare policy needs the Kubernetes API (it counts GPU memory from the pods' "
       "annotations and annotates the pods it binds)";
+  if (c.mode == "disabled" && c.leader_election.enabled) {
+    return schedext::FailedPreconditionError(
+        "cluster: mode disabled: cluster.leaderElection needs the Kubernetes API (its Lease)");
+  }
   if (c.mode == "disabled") {
     if (gpushare != nullptr) {
       return schedext::FailedPreconditionError("cluster: mode disabled: " +
@@ -264,6 +290,11 @@ schedext::StatusOr<std::unique_ptr<ClusterConnection>> ConnectCluster(
   auto client_config = schedext::cluster::ResolveClientConfig(c.kubeconfig, c.context);
   if (!client_config.ok()) {
     if (client_config.status().code() == schedext::StatusCode::kNotFound && c.mode == "auto") {
+      if (c.leader_election.enabled) {
+        return client_config.status().WithContext(
+            "cluster: cluster.leaderElection needs the Kubernetes API; give --kubeconfig, "
+            "$KUBECONFIG or run in-cluster");
+      }
       if (gpushare == nullptr) {
         return std::unique_ptr<ClusterConnection>();
       }
@@ -284,6 +315,35 @@ schedext::StatusOr<std::unique_ptr<ClusterConnection>> ConnectCluster(
     return client.status().WithContext("cluster");
   }
   connection->client = std::move(client).value();
+  if (const schedext::config::LeaderElectionConfig& le = c.leader_election; le.enabled) {
+    schedext::cluster::LeaderElectionOptions options;
+    const char* pod_namespace = std::getenv("POD_NAMESPACE");
+    options.lease_namespace = le.lease_namespace.empty()
+                                  ? schedext::cluster::DefaultLeaseNamespace(pod_namespace)
+                                  : le.lease_namespace;
+    options.lease_name = le.lease_name;
+    options.identity =
+        le.identity.empty() ? schedext::cluster::DefaultLeaderIdentity() : le.identity;
+    options.lease_duration = std::chrono::seconds(le.lease_duration_seconds);
+    options.renew_deadline = std::chrono::seconds(le.renew_deadline_seconds);
+    options.retry_period = std::chrono::seconds(le.retry_period_seconds);
+    if (schedext::Status s = schedext::cluster::ValidateLeaderElectionOptions(options); !s.ok()) {
+      return s.WithContext("cluster");
+    }
+    // A renewal must be able to fail and be retried within renewDeadline; the
+    // serving deadline itself never waits for a request (leader_election.h).
+    schedext::cluster::ClientConfig election_config = *client_config;
+    election_config.timeout = std::min<std::chrono::milliseconds>(
+        client_config->timeout,
+        std::max<std::chrono::milliseconds>(std::chrono::seconds(1), options.renew_deadline / 2));
+    auto election_client = schedext::cluster::NewHttpKubeClient(election_config);
+    if (!election_client.ok()) {
+      return election_client.status().WithContext("cluster: leader election");
+    }
+    connection->election_client = std::move(election_client).value();
+    connection->elector = std::make_unique<schedext::cluster::LeaderElector>(
+        *connection->election_client, std::move(options));
+  }
   schedext::cluster::CacheOptions cache_options;
   cache_options.assume_ttl = std::chrono::seconds(c.assume_ttl_seconds);
   if (gpushare != nullptr) {
@@ -356,6 +416,11 @@ class Supervisor {
       if (sig == SIGTERM || sig == SIGINT) {
         spdlog::info("received {}: draining in-flight requests",
                      sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        if (cluster_ != nullptr && cluster_->elector) {
+          // Refuse new verbs now; the lease is kept (renewed) while the
+          // admitted requests drain, then released (ClusterConnection::Stop).
+          cluster_->elector->StopServing();
+        }
         server_.Stop();
         std::unique_lock<std::mutex> lock(mu_);
         if (!cv_.wait_for(lock, std::chrono::seconds(grace_seconds_), [this] { return done_; })) {
@@ -366,6 +431,9 @@ class Supervisor {
         return;
       }
       const auto now = std::chrono::steady_clock::now();
+      if (cluster_ != nullptr) {
+        cluster_->MaybeStartElection();
+      }
       if (cluster_ != nullptr && now >= next_housekeeping) {
         next_housekeeping = now + std::chrono::seconds(1);
         Housekeep(now >= next_summary);
@@ -504,6 +572,11 @@ int main(int argc, char** argv) {
   if (connection) {
     ClusterConnection* c = connection.get();
     options.ready = [c] { return c->Ready(); };
+    metrics.SetCacheSynced([c] { return c->cache->Synced(); });
+    if (const schedext::cluster::LeaderElector* e = c->elector.get()) {
+      options.not_serving = [e] { return e->IsLeader() ? std::string() : e->FollowerReason(); };
+      metrics.SetLeaderElection([e] { return e->IsLeader(); }, [e] { return e->transitions(); });
+    }
   }
   if (gpushare && connection) {
     const schedext::cluster::ClusterCache* cache = connection->cache.get();

@@ -1,17 +1,15 @@
 // LeaderElector: client-go's Lease protocol over KubeClient; see leader_election.h.
 #include "schedext/cluster/leader_election.h"
 
+#include <spdlog/spdlog.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <spdlog/spdlog.h>
 
 #include <cstdio>
 #include <exception>
 #include <fstream>
-#include <utility>
-
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "cluster/api_reply.h"
 
@@ -93,13 +91,15 @@ Status ValidateLeaderElectionOptions(const LeaderElectionOptions& o) {
     return InvalidArgumentError("leader election: durations must be positive");
   }
   if (o.lease_duration <= o.renew_deadline) {
-    return InvalidArgumentError("leader election: leaseDuration must be greater than "
-                                "renewDeadline");
+    return InvalidArgumentError(
+        "leader election: leaseDuration must be greater than "
+        "renewDeadline");
   }
   // client-go: renewDeadline > JitterFactor (1.2) × retryPeriod.
   if (o.renew_deadline.count() * 10 <= o.retry_period.count() * 12) {
-    return InvalidArgumentError("leader election: renewDeadline must be greater than 1.2 × "
-                                "retryPeriod");
+    return InvalidArgumentError(
+        "leader election: renewDeadline must be greater than 1.2 × "
+        "retryPeriod");
   }
   return OkStatus();
 }
@@ -176,8 +176,7 @@ std::string LeaderElector::FollowerReason() const {
 }
 
 StatusOr<bool> LeaderElector::Read() {
-  const std::string context =
-      "get lease " + options_.lease_namespace + "/" + options_.lease_name;
+  const std::string context = "get lease " + options_.lease_namespace + "/" + options_.lease_name;
   StatusOr<HttpResult> reply = client_.Get(LeasePath());
   if (!reply.ok()) {
     return reply.status().WithContext(context);
@@ -250,13 +249,13 @@ Status LeaderElector::Write(const std::string* resource_version, std::string_vie
     return InternalError(std::string("encode lease: ") + e.what());
   }
   const std::string lease = options_.lease_namespace + "/" + options_.lease_name;
-  const std::string context = (resource_version == nullptr ? "create lease " : "update lease ") +
-                              lease;
+  const std::string context =
+      (resource_version == nullptr ? "create lease " : "update lease ") + lease;
   StatusOr<HttpResult> reply =
       resource_version == nullptr
-          ? client_.Post(std::string(kLeasesPath) + PercentEncode(options_.lease_namespace) +
-                             "/leases",
-                         text)
+          ? client_.Post(
+                std::string(kLeasesPath) + PercentEncode(options_.lease_namespace) + "/leases",
+                text)
           : client_.Patch(LeasePath(), text, kMergePatch);
   if (!reply.ok()) {
     return reply.status().WithContext(context);
@@ -289,10 +288,8 @@ Status LeaderElector::Write(const std::string* resource_version, std::string_vie
 
 Status LeaderElector::Attempt(std::chrono::steady_clock::time_point start) {
   const std::string now_wall = WallNow();
-  const int64_t duration_seconds =
-      std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(
-                               options_.lease_duration)
-                               .count());
+  const int64_t duration_seconds = std::max<int64_t>(
+      1, std::chrono::duration_cast<std::chrono::seconds>(options_.lease_duration).count());
   SCHEDEXT_ASSIGN_OR_RETURN(const bool exists, Read());
   if (!exists) {
     SCHEDEXT_RETURN_IF_ERROR(
@@ -392,8 +389,8 @@ void LeaderElector::Run() {
         spdlog::debug("leader election: {}", s.message());
       }
     }
-    auto wait = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        options_.retry_period);
+    auto wait =
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(options_.retry_period);
     if (!leading_) {
       wait += std::chrono::duration_cast<std::chrono::steady_clock::duration>(
           options_.retry_period * jitter(jitter_));
@@ -405,13 +402,17 @@ void LeaderElector::Run() {
   }
 }
 
+void LeaderElector::StopServing() {
+  stopping_.store(true, std::memory_order_release);
+  serve_until_ns_.store(0, std::memory_order_release);
+}
+
 void LeaderElector::Stop() {
   if (stopped_) {
     return;
   }
   stopped_ = true;
-  stopping_.store(true, std::memory_order_release);
-  serve_until_ns_.store(0, std::memory_order_release);
+  StopServing();
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;

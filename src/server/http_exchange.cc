@@ -265,6 +265,13 @@ Outcome Router::Run(const Route& route, Worker& w) const {
       ErrorBody(route.message, w.out);
       return outcome;
     case Route::Kind::kVerb: {
+      if (options_.not_serving) {
+        if (const std::string why = options_.not_serving(); !why.empty()) {
+          outcome.status = 503;
+          ErrorBody("not the leader: " + why, w.out);
+          return outcome;
+        }
+      }
       // The service never throws on bad input; anything else thrown is a bug
       // that must not take the listener down with it.
       try {
@@ -288,7 +295,11 @@ Outcome Router::Run(const Route& route, Worker& w) const {
       w.out = "ok\n";
       break;
     case Route::Get::kReadyz:
-      if (options_.ready()) {
+      if (const std::string why = options_.not_serving ? options_.not_serving() : std::string();
+          !why.empty()) {
+        outcome.status = 503;
+        w.out = "not ready: not the leader: " + why + "\n";
+      } else if (options_.ready()) {
         w.out = "ok\n";
       } else {
         outcome.status = 503;

@@ -1,5 +1,6 @@
 #include "schedext/cluster/leader_election.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -8,12 +9,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "testing/fake_lease_api.h"
 
@@ -77,8 +76,9 @@ TEST_F(LeaderElectionTest, AcquiresAnAbsentLeaseByCreatingIt) {
   const std::vector<FakeLeaseStore::Request> requests = store_.requests();
   ASSERT_EQ(requests.size(), 2u);
   EXPECT_EQ(requests[0].method, "GET");
-  EXPECT_EQ(requests[0].path, "/apis/coordination.k8s.io/v1/namespaces/schedext-system/leases/"
-                              "schedext");
+  EXPECT_EQ(requests[0].path,
+            "/apis/coordination.k8s.io/v1/namespaces/schedext-system/leases/"
+            "schedext");
   EXPECT_EQ(requests[1].method, "POST");
   EXPECT_EQ(requests[1].path, "/apis/coordination.k8s.io/v1/namespaces/schedext-system/leases");
   EXPECT_EQ(requests[1].body,
@@ -150,7 +150,7 @@ TEST_F(LeaderElectionTest, AChangedRecordRestartsTheFollowersWait) {
   ASSERT_TRUE(a.TryAcquireOrRenew().ok());
   EXPECT_FALSE(b.TryAcquireOrRenew().ok());  // b sees a's record at t=0
   clock_.Advance(seconds(10));
-  ASSERT_TRUE(a.TryAcquireOrRenew().ok());    // a renews at t=10, then goes silent
+  ASSERT_TRUE(a.TryAcquireOrRenew().ok());  // a renews at t=10, then goes silent
   clock_.Advance(seconds(2));
   EXPECT_FALSE(b.TryAcquireOrRenew().ok());  // b sees the change at t=12
   clock_.Advance(milliseconds(14999));       // t=26.999: 15 s since t=12 not yet over
@@ -246,8 +246,9 @@ TEST_F(LeaderElectionTest, FailingRenewalsStopServingBeforeAnyoneElseCanAcquire)
   EXPECT_EQ(b_started_ms, 16000);  // the first retry after leaseDuration (15 s)
   EXPECT_EQ(changes, (std::vector<std::string>{"lead", "follow"}));
   // Cut off, a never saw b's write: it only knows it could not renew.
-  EXPECT_EQ(a.FollowerReason(), "lease schedext-system/schedext could not be renewed within "
-                                "renewDeadline");
+  EXPECT_EQ(a.FollowerReason(),
+            "lease schedext-system/schedext could not be renewed within "
+            "renewDeadline");
   EXPECT_EQ(store_.holder(), "b");
 }
 
@@ -264,8 +265,9 @@ TEST_F(LeaderElectionTest, ASlowRenewalCountsFromItsStart) {
   });
   ASSERT_TRUE(a.TryAcquireOrRenew().ok());
   EXPECT_FALSE(a.IsLeader());
-  EXPECT_EQ(a.FollowerReason(), "lease schedext-system/schedext could not be renewed within "
-                                "renewDeadline");
+  EXPECT_EQ(a.FollowerReason(),
+            "lease schedext-system/schedext could not be renewed within "
+            "renewDeadline");
   client_a_.SetHook(nullptr);
   ASSERT_TRUE(a.TryAcquireOrRenew().ok());  // a prompt renewal serves again
   EXPECT_TRUE(a.IsLeader());
@@ -293,6 +295,26 @@ TEST_F(LeaderElectionTest, ReleaseLetsAFollowerTakeOverAtOnce) {
   ASSERT_TRUE(a.Release().ok());
   EXPECT_EQ(store_.writes(), writes);
   EXPECT_EQ(store_.holder(), "b");
+}
+
+TEST_F(LeaderElectionTest, StopServingRefusesAtOnceButKeepsTheLeaseUntilReleased) {
+  LeaderElector a(client_a_, Options("a", &clock_));
+  LeaderElector b(client_b_, Options("b", &clock_));
+  ASSERT_TRUE(a.TryAcquireOrRenew().ok());
+  ASSERT_FALSE(b.TryAcquireOrRenew().ok());
+  a.StopServing();
+  EXPECT_FALSE(a.IsLeader());
+  // While a drains, it still renews: nobody else may serve meanwhile.
+  for (int i = 0; i < 10; ++i) {
+    clock_.Advance(seconds(2));
+    ASSERT_TRUE(a.TryAcquireOrRenew().ok());
+    EXPECT_FALSE(a.IsLeader());
+    EXPECT_FALSE(b.TryAcquireOrRenew().ok());
+    EXPECT_FALSE(b.IsLeader());
+  }
+  ASSERT_TRUE(a.Release().ok());
+  ASSERT_TRUE(b.TryAcquireOrRenew().ok());
+  EXPECT_TRUE(b.IsLeader());
 }
 
 TEST_F(LeaderElectionTest, ReleaseRetriesOnceAfterAConflict) {

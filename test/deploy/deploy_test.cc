@@ -803,7 +803,7 @@ TEST_F(DeployTest, TwoReplicasElectALeaderOnALeaseTheirRoleAllows) {
   EXPECT_EQ(le.lease_namespace, "") << "left to the pod's namespace";
   EXPECT_EQ(le.lease_duration_seconds, 15);
   EXPECT_EQ(le.renew_deadline_seconds, 10);
-  EXPECT_EQ(le.retry_period_seconds, 2);
+  EXPECT_EQ(le.retry_period_seconds, 1);
 
   // The pod's namespace reaches schedext through the downward API.
   bool pod_namespace = false;

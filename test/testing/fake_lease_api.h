@@ -17,13 +17,12 @@
 #include <atomic>
 #include <functional>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "schedext/cluster/kube_client.h"
 #include "schedext/status.h"
@@ -131,12 +130,8 @@ class FakeLeaseStore {
 
  private:
   static std::string StatusBody(int code, std::string_view reason, std::string_view message) {
-    return nlohmann::json{{"kind", "Status"},
-                          {"apiVersion", "v1"},
-                          {"status", "Failure"},
-                          {"message", message},
-                          {"reason", reason},
-                          {"code", code}}
+    return nlohmann::json{{"kind", "Status"},   {"apiVersion", "v1"}, {"status", "Failure"},
+                          {"message", message}, {"reason", reason},   {"code", code}}
         .dump();
   }
   static std::string Status404() { return StatusBody(404, "NotFound", "leases \"x\" not found"); }

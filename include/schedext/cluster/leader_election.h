@@ -95,10 +95,9 @@ Status ValidateLeaderElectionOptions(const LeaderElectionOptions& options);
 // variable, from the downward API) when non-empty, else the first line of
 // `service_account_namespace_file` when readable and non-empty, else
 // "default".
-std::string DefaultLeaseNamespace(
-    const char* pod_namespace_env,
-    const std::string& service_account_namespace_file =
-        "/var/run/secrets/kubernetes.io/serviceaccount/namespace");
+std::string DefaultLeaseNamespace(const char* pod_namespace_env,
+                                  const std::string& service_account_namespace_file =
+                                      "/var/run/secrets/kubernetes.io/serviceaccount/namespace");
 // "<hostname>_<pid>": unique among the replicas (the pod name is the
 // hostname) and across restarts of one pod.
 std::string DefaultLeaderIdentity();
@@ -117,6 +116,10 @@ class LeaderElector {
   // Starts the one elector thread: acquire, then renew, and acquire again
   // after a loss. Call once.
   void Start();
+  // Stops serving at once (IsLeader() false from now on) but keeps holding
+  // and renewing the lease, so that nobody else serves while this replica's
+  // in-flight requests drain; Stop() then releases it.
+  void StopServing();
   // Stops serving at once, stops the thread (after its current request, at
   // most one client timeout), and releases the lease if this replica holds
   // it. Idempotent.

@@ -35,6 +35,12 @@ struct HttpServerOptions {
   std::string version;  // answered by GET /version
   // Whether the server can answer node-cache requests yet (GET /readyz).
   std::function<bool()> ready = [] { return true; };
+  // Leader election: "" while this replica may serve the verbs, else why not
+  // (e.g. "lease schedext-system/schedext is held by <pod>_<pid>"). Then
+  // every verb is answered 503 {"Error":"not the leader: <why>"} without
+  // being run, and /readyz 503. Empty function: always serving. Called once
+  // per request: keep it cheap and lock-free.
+  std::function<std::string()> not_serving;
   // Extra GET endpoints (e.g. /gpushare/inspect): a request whose path is
   // `path` or starts with `path` + "/" goes to `handler` with the rest after
   // that "/" ("" for `path` itself); it fills a JSON body and returns the
