@@ -141,12 +141,14 @@ class E2eSuite : public ControlPlaneSuite {
   // A Ready node of this test, named <ns>-<suffix>, labelled
   // kTestLabel=<ns> and kNodeLabel=<name>.
   void AddNode(const std::string& suffix, std::map<std::string, std::string> capacity,
-               std::map<std::string, std::string> labels = {}) {
+               std::map<std::string, std::string> labels = {}, std::vector<Taint> taints = {},
+               std::string ready = "True") {
     const std::string name = Node(suffix);
     labels[std::string(kTestLabel)] = ns_;
     labels[std::string(kNodeLabel)] = name;
     nodes_.push_back(name);
-    const Status s = CreateReadyNode(cp(), {name, std::move(capacity), std::move(labels), {}});
+    const Status s = CreateReadyNode(
+        cp(), {name, std::move(capacity), std::move(labels), std::move(taints), std::move(ready)});
     ASSERT_TRUE(s.ok()) << s.ToString();
   }
   std::string Node(const std::string& suffix) const { return ns_ + "-" + suffix; }

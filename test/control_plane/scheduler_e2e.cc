@@ -342,8 +342,8 @@ Status CreateReadyNode(const ControlPlane& cp, const NodeSpec& spec) {
                        {"allocatable", resources},
                        {"conditions",
                         {{{"type", "Ready"},
-                          {"status", "True"},
-                          {"reason", "KubeletReady"},
+                          {"status", spec.ready},
+                          {"reason", spec.ready == "True" ? "KubeletReady" : "KubeletNotReady"},
                           {"message", "fake node of the end-to-end tests"}}}}};
   json node = {{"apiVersion", "v1"},
                {"kind", "Node"},

@@ -148,9 +148,12 @@ struct NodeSpec {
   std::map<std::string, std::string> capacity;
   std::map<std::string, std::string> labels;
   std::vector<Taint> taints;
+  // The Ready condition's status: "True", or "False" for a node whose
+  // kubelet reports it not ready (no controller taints it here).
+  std::string ready = "True";
 };
 
-// Creates the Node with a Ready condition and its capacity, then sets its
+// Creates the Node with its Ready condition and capacity, then sets its
 // taints to exactly `spec.taints` (removing the not-ready taint admission
 // adds, which no node-lifecycle controller removes here) and its status
 // through the status subresource; returns once the node reads back as such.

@@ -54,10 +54,11 @@ class SchedulerE2eTest : public E2eSuite {
         });
   }
 
-  // Ten 500m pods on two 2-cpu nodes and one empty 8-cpu node in
-  // maintenance: eight land, four per allowed node, none in maintenance
-  // (which in-tree scoring alone would prefer, being emptiest), two stay
-  // Pending for cpu. Every Binding is made by `binder`.
+  // Ten 500m pods on two 2-cpu nodes and three empty 8-cpu nodes (one in
+  // maintenance, one tainted, one not ready): eight land, four per allowed
+  // node, none elsewhere (in-tree scoring alone would prefer the empty
+  // untainted ones), two stay Pending for cpu. Every Binding is made by
+  // schedext's ServiceAccount exactly when `schedext_binds`.
   void PlacesPodsAwayFromForbiddenNodes(std::string_view deploy_file, SchedulerEdits edits,
                                         bool schedext_binds) {
     ASSERT_NO_FATAL_FAILURE(StartScheduler(deploy_file, edits));
@@ -65,6 +66,13 @@ class SchedulerE2eTest : public E2eSuite {
     ASSERT_NO_FATAL_FAILURE(AddNode("b", {{"cpu", "2"}, {"memory", "4Gi"}}));
     ASSERT_NO_FATAL_FAILURE(AddNode("x", {{"cpu", "8"}, {"memory", "16Gi"}},
                                     {{std::string(kMaintenanceLabel), "true"}}));
+    // Refused by both kube-scheduler and schedext's TaintToleration.
+    ASSERT_NO_FATAL_FAILURE(AddNode("t", {{"cpu", "8"}, {"memory", "16Gi"}}, {},
+                                    {{"example.com/dedicated", "db", "NoSchedule"}}));
+    // Ready=False without the not-ready taint (no node-lifecycle controller):
+    // kube-scheduler 1.26 filters on taints only; schedext's NodeHealth
+    // refuses it.
+    ASSERT_NO_FATAL_FAILURE(AddNode("nr", {{"cpu", "8"}, {"memory", "16Gi"}}, {}, {}, "False"));
     const int64_t filters_before = RequestCount(schedext().port(), "default", "filter");
     const int64_t binds_before = RequestCount(schedext().port(), "default", "bind");
     ASSERT_GE(filters_before, 0);
@@ -110,9 +118,11 @@ class SchedulerE2eTest : public E2eSuite {
     ASSERT_EQ(unschedulable.size(), 2u);
     Note("pending: " + unschedulable.begin()->second);
     for (const auto& [pod, message] : unschedulable) {
-      // x passed kube-scheduler's own filters; schedext's NodeLabel refused it.
+      // x and nr passed kube-scheduler's own filters; schedext refused them.
       EXPECT_NE(message.find("1 node(s) had forbidden labels"), std::string::npos) << message;
-      EXPECT_NE(message.find("Insufficient cpu"), std::string::npos) << message;
+      EXPECT_NE(message.find("1 node(s) were not ready"), std::string::npos) << message;
+      EXPECT_NE(message.find("1 node(s) had untolerated taint"), std::string::npos) << message;
+      EXPECT_NE(message.find("2 Insufficient cpu"), std::string::npos) << message;
     }
     ExpectNothingOverAllocated();
 

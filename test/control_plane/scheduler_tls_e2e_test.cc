@@ -36,6 +36,9 @@ namespace {
 
 using nlohmann::json;
 
+// The shipped pair: kube-scheduler's HTTPS extender entry and deploy/tls's
+// schedext configuration (file paths replaced by the test's).
+constexpr std::string_view kTlsConfig = "deploy/scheduler/kube-scheduler-config-tls.yaml";
 constexpr std::string_view kNodeCacheConfig =
     "deploy/scheduler/kube-scheduler-config-nodecache.yaml";
 
@@ -237,7 +240,7 @@ class SchedulerTlsE2eTest : public E2eSuite {
         {},
         []() -> StatusOr<std::string> {
           SCHEDEXT_RETURN_IF_ERROR(MakePki(shared().dir, pki()));
-          SCHEDEXT_ASSIGN_OR_RETURN(std::string base, ReadSourceFile("deploy/base/schedext.yaml"));
+          SCHEDEXT_ASSIGN_OR_RETURN(std::string base, ReadSourceFile("deploy/tls/schedext.yaml"));
           const std::string overlay = "server:\n  tls:\n    certFile: " + pki().serving_cert_file +
                                       "\n    keyFile: " + pki().serving_key_file +
                                       "\n    clientCAFile: " + pki().client_ca_file + "\n";
@@ -281,7 +284,7 @@ TEST_F(SchedulerTlsE2eTest, DISABLED_SchedulesThroughHttpsWithAClientCertificate
   SchedulerEdits edits;
   edits.url_prefix = HttpsUrl();
   edits.tls = TlsFiles(pki().client_cert_file, pki().client_key_file);
-  ASSERT_NO_FATAL_FAILURE(StartScheduler(kNodeCacheConfig, edits));
+  ASSERT_NO_FATAL_FAILURE(StartScheduler(kTlsConfig, edits));
   ASSERT_NO_FATAL_FAILURE(AddNode("a", {{"cpu", "2"}, {"memory", "4Gi"}}));
   ASSERT_NO_FATAL_FAILURE(AddNode("b", {{"cpu", "2"}, {"memory", "4Gi"}}));
   const int64_t filters = Count("filter");
@@ -313,20 +316,24 @@ TEST_F(SchedulerTlsE2eTest, DISABLED_TheSchedulerIsRefusedWithoutTheRightCertifi
   ASSERT_NO_FATAL_FAILURE(AddNode("a", {{"cpu", "2"}, {"memory", "4Gi"}}));
   struct Case {
     std::string name;
+    std::string_view deploy_file;
     SchedulerEdits edits;
   };
   std::vector<Case> cases(3);
   cases[0].name = "no-cert";
+  cases[0].deploy_file = kTlsConfig;
   cases[0].edits.url_prefix = HttpsUrl();
   cases[0].edits.tls = TlsFiles("", "");
   cases[1].name = "foreign-ca";
+  cases[1].deploy_file = kTlsConfig;
   cases[1].edits.url_prefix = HttpsUrl();
   cases[1].edits.tls = TlsFiles(pki().foreign_cert_file, pki().foreign_key_file);
   cases[2].name = "plain-http";
+  cases[2].deploy_file = kNodeCacheConfig;  // enableHTTPS: false
   cases[2].edits.url_prefix = "http://127.0.0.1:" + std::to_string(schedext().port());
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    ASSERT_NO_FATAL_FAILURE(StartScheduler(kNodeCacheConfig, c.edits));
+    ASSERT_NO_FATAL_FAILURE(StartScheduler(c.deploy_file, c.edits));
     const int64_t handled = AllCalls();
     ASSERT_GE(handled, 0);
     ASSERT_NO_FATAL_FAILURE(Create(Pod(c.name, {{"cpu", "100m"}})));
