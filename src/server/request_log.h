@@ -38,6 +38,9 @@ namespace schedext::server {
 // truncation marker. Kubernetes names are at most 253 bytes, so a real name
 // is never cut; error messages that quote request content are.
 inline constexpr size_t kLogFieldMaxBytes = 256;
+// For error messages, which carry the API server's answer (its Status message
+// alone can be a few hundred bytes) and may quote request content.
+inline constexpr size_t kLogMessageMaxBytes = 1024;
 
 // Appends `text` to `out` so that it is one printable, unambiguous field of a
 // log line:

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "schedext/wire/encoder.h"
+#include "server/request_log.h"
 
 namespace schedext::server {
 namespace {
@@ -38,7 +39,7 @@ int HttpStatusFor(const Status& status) {
 // Rolls back the annotations a failed bind wrote.
 void RemoveAnnotations(cluster::PodAnnotator& annotator, const wire::BindingArgsView& b,
                        const policy::PodAnnotations& annotations,
-                       std::string_view resource_version) {
+                       std::string_view resource_version, LogLimiter& log) {
   std::vector<std::string> keys;
   keys.reserve(annotations.size());
   for (const auto& entry : annotations) {
@@ -49,17 +50,19 @@ void RemoveAnnotations(cluster::PodAnnotator& annotator, const wire::BindingArgs
   // strip the device choice from a bound pod.
   StatusOr<std::string> removed =
       annotator.Annotate({b.pod_namespace, b.pod_name, b.pod_uid, resource_version, {}, keys});
-  if (removed.ok()) {
+  if (removed.ok() || !log.Allow()) {
     return;
   }
   if (removed.status().code() == StatusCode::kFailedPrecondition) {
     spdlog::warn(
         "bind {}/{} to {} failed; its annotations were left in place because the pod changed "
         "meanwhile: {}",
-        b.pod_namespace, b.pod_name, b.node, removed.status().message());
+        LogEscape(b.pod_namespace), LogEscape(b.pod_name), LogEscape(b.node),
+        LogEscape(removed.status().message(), kLogMessageMaxBytes));
   } else {
     spdlog::warn("bind {}/{} to {} failed; removing its annotations failed too: {}",
-                 b.pod_namespace, b.pod_name, b.node, removed.status().message());
+                 LogEscape(b.pod_namespace), LogEscape(b.pod_name), LogEscape(b.node),
+                 LogEscape(removed.status().message(), kLogMessageMaxBytes));
   }
 }
 
@@ -74,7 +77,13 @@ ExtenderService::ExtenderService(std::vector<std::shared_ptr<const pipeline::Pro
       cache_(cache),
       binder_(binder),
       metrics_(metrics),
-      annotator_(annotator) {}
+      annotator_(annotator),
+      bad_request_log_(std::make_unique<LogLimiter>(
+          LogLimiter::Options{.what = "warnings about bad requests"}, metrics)),
+      failed_request_log_(std::make_unique<LogLimiter>(
+          LogLimiter::Options{.what = "warnings about failed requests"}, metrics)) {}
+
+ExtenderService::~ExtenderService() = default;
 
 int ExtenderService::FindProfile(std::string_view name) const {
   if (name.empty()) {
@@ -131,17 +140,23 @@ int ExtenderService::Handle(Verb verb, size_t profile_index, const wire::Request
   if (outcome == Outcome::kOk) {
     if (spdlog::should_log(spdlog::level::debug)) {
       spdlog::debug("{} profile={} pod={}/{} nodes={} out={} status={} duration_us={}",
-                    VerbName(verb), profile.name(), summary.pod_namespace, summary.pod_name,
-                    summary.nodes_in, summary.nodes_out, http_status,
+                    VerbName(verb), LogEscape(profile.name()), LogEscape(summary.pod_namespace),
+                    LogEscape(summary.pod_name), summary.nodes_in, summary.nodes_out, http_status,
                     static_cast<int64_t>(seconds * 1e6));
     }
   } else {
     // The scheduler discards the body of a non-200 reply, so the log is the only
-    // place an operator can read why.
-    spdlog::warn("{} profile={} pod={}/{} nodes={} status={} duration_us={} error: {}",
-                 VerbName(verb), profile.name(), summary.pod_namespace, summary.pod_name,
-                 summary.nodes_in, http_status, static_cast<int64_t>(seconds * 1e6),
-                 summary.error);
+    // place an operator can read why. A client can cause these at will, so they
+    // are rate-limited; malformed requests and failed ones have separate
+    // budgets, so a flood of garbage does not hide a failing bind.
+    LogLimiter& log = outcome == Outcome::kBadRequest ? *bad_request_log_ : *failed_request_log_;
+    if (log.Allow()) {
+      spdlog::warn("{} profile={} pod={}/{} nodes={} status={} duration_us={} error: {}",
+                   VerbName(verb), LogEscape(profile.name()), LogEscape(summary.pod_namespace),
+                   LogEscape(summary.pod_name), summary.nodes_in, http_status,
+                   static_cast<int64_t>(seconds * 1e6),
+                   LogEscape(summary.error, kLogMessageMaxBytes));
+    }
   }
   return http_status;
 }
@@ -528,7 +543,7 @@ int ExtenderService::Bind(const pipeline::Profile& profile, const wire::RequestB
       Status ignored = cache_->Forget(b.pod_uid);
       (void)ignored;
       if (annotate) {
-        RemoveAnnotations(*annotator_, b, annotations, annotated_version);
+        RemoveAnnotations(*annotator_, b, annotations, annotated_version, *failed_request_log_);
       }
     }
   }

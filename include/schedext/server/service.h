@@ -29,6 +29,8 @@
 
 namespace schedext::server {
 
+class LogLimiter;  // src/server/request_log.h
+
 // Per-worker scratch, reused across requests so that steady-state requests do
 // not allocate.
 struct Scratch {
@@ -81,6 +83,7 @@ class ExtenderService {
                   size_t default_profile, cluster::ClusterCache* cache,
                   cluster::PodBinder* binder, Metrics* metrics,
                   cluster::PodAnnotator* annotator = nullptr);
+  ~ExtenderService();
 
   // Index of the profile named `name`; "" means the default profile. -1 when
   // there is no such profile.
@@ -116,6 +119,9 @@ class ExtenderService {
   cluster::PodBinder* binder_;
   Metrics* metrics_;
   cluster::PodAnnotator* annotator_;
+  // Rate limits of the request warnings (counted in metrics_).
+  std::unique_ptr<LogLimiter> bad_request_log_;
+  std::unique_ptr<LogLimiter> failed_request_log_;
 };
 
 }  // namespace schedext::server
