@@ -94,7 +94,13 @@ class E2eSuite : public ControlPlaneSuite {
 
   static void TearDownTestSuite() {
     Shared& s = shared();
-    if (s.schedext) s.schedext->Stop();
+    if (s.schedext && s.schedext->running()) {
+      // A clean drain: exit 0 (a crash, a hang past the bound, or a leak
+      // under ASan would not be).
+      s.schedext->Stop();
+      EXPECT_EQ(s.schedext->exit_code(), 0) << "schedext did not exit cleanly on SIGTERM:\n"
+                                            << FileTail(s.schedext->log_path());
+    }
     s.schedext.reset();
     ControlPlaneSuite::TearDownTestSuite();
     if (std::getenv("SCHEDEXT_KEEP_CONTROL_PLANE_DIR") == nullptr) RemoveTree(s.dir);

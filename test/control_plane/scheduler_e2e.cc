@@ -36,11 +36,17 @@ Status WriteText(const std::string& path, std::string_view text) {
   return OkStatus();
 }
 
-bool Reaped(pid_t pid, milliseconds timeout) {
+// The exit code, or 128 + signal.
+int ExitCode(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+bool Reaped(pid_t pid, milliseconds timeout, int* exit_code = nullptr) {
   const auto deadline = steady_clock::now() + timeout;
   for (;;) {
     int status = 0;
     const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid && exit_code != nullptr) *exit_code = ExitCode(status);
     if (r == pid || (r < 0 && errno == ECHILD)) return true;
     if (steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(milliseconds(20));
@@ -70,6 +76,7 @@ Status SchedextProcess::Start(const std::string& dir, std::string_view config_ya
                               std::function<bool(SchedextProcess&)> ready,
                               std::chrono::seconds timeout) {
   Stop();
+  exit_code_ = -1;
   const std::string suffix = std::to_string(++starts_);
   config_path_ = dir + "/schedext-" + suffix + ".yaml";
   log_path_ = dir + "/schedext-" + suffix + ".log";
@@ -151,9 +158,10 @@ Status SchedextProcess::Start(const std::string& dir, std::string_view config_ya
 void SchedextProcess::Stop() {
   if (pid_ <= 0) return;
   ::kill(pid_, SIGTERM);
-  if (!Reaped(pid_, std::chrono::seconds(30))) {
+  if (!Reaped(pid_, std::chrono::seconds(30), &exit_code_)) {
     ::kill(pid_, SIGKILL);
     Reaped(pid_, std::chrono::seconds(10));
+    exit_code_ = 128 + SIGKILL;
   }
   pid_ = -1;
   port_ = 0;
@@ -173,7 +181,9 @@ int SchedextProcess::status_port() {
 bool SchedextProcess::running() {
   if (pid_ <= 0) return false;
   int status = 0;
-  if (::waitpid(pid_, &status, WNOHANG) == 0) return true;
+  const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+  if (r == 0) return true;
+  if (r == pid_) exit_code_ = ExitCode(status);
   pid_ = -1;
   return false;
 }

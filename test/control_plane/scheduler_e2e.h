@@ -62,6 +62,10 @@ class SchedextProcess {
                std::chrono::seconds timeout = std::chrono::seconds(60));
   // SIGTERM, then SIGKILL after a bound; reaps. Idempotent.
   void Stop();
+  // How it ended (exit code, or 128 + signal; -1 while running or never
+  // started): 0 after a clean SIGTERM drain, non-zero when it crashed, was
+  // killed, or (under ASan) leaked.
+  int exit_code() const { return exit_code_; }
 
   bool running();
   int port() const { return port_; }
@@ -77,6 +81,7 @@ class SchedextProcess {
   pid_t pid_ = -1;
   int port_ = 0;
   int status_port_ = 0;
+  int exit_code_ = -1;
   int starts_ = 0;
   std::string log_path_;
   std::string config_path_;
