@@ -17,6 +17,8 @@
 #include <spdlog/spdlog.h>
 
 #include "server/http_session.h"
+#include "server/tls_context.h"
+#include "server/tls_session.h"
 
 namespace schedext::server {
 namespace {
@@ -57,6 +59,8 @@ struct HttpServer::Impl {
   net::io_context ioc;
   http::ServerCore core;
   std::vector<std::unique_ptr<Listener>> listeners;
+  // Set by Bind() when server.tls is configured: the main listener's contexts.
+  std::unique_ptr<TlsContextProvider> tls;
 
   std::mutex mu;
   bool stop_requested = false;  // guarded by mu
@@ -124,12 +128,19 @@ void HttpServer::Impl::Accept(Listener& l) {
       socket.close(ec);
     } else {
       core.connections.fetch_add(1, std::memory_order_relaxed);
-      // TLS hook: a listener with a TlsContextProvider makes a
-      // Session<beast::ssl_stream<beast::tcp_stream>> here, keeping the
-      // provider's current context alive with it (the Session's `keep`).
-      std::make_shared<http::Session<beast::tcp_stream>>(core, beast::tcp_stream(std::move(socket)),
-                                                         l.status_only)
-          ->Start();
+      if (tls != nullptr && !l.status_only) {
+        // The session keeps the context it was made with: a rotation only
+        // changes what later connections get.
+        std::shared_ptr<net::ssl::context> context = tls->Current();
+        std::make_shared<http::Session<http::TlsStream>>(
+            core, http::TlsStream(beast::tcp_stream(std::move(socket)), *context), false,
+            std::move(context))
+            ->Start();
+      } else {
+        std::make_shared<http::Session<beast::tcp_stream>>(
+            core, beast::tcp_stream(std::move(socket)), l.status_only)
+            ->Start();
+      }
     }
     Accept(l);
   });
@@ -144,9 +155,7 @@ HttpServer::~HttpServer() = default;
 Status HttpServer::Bind() {
   const config::ServerConfig& c = impl_->options.server;
   if (c.tls.enabled()) {
-    return FailedPreconditionError(
-        "server.tls: this build's listener does not serve TLS yet (plain HTTP only); remove "
-        "server.tls or run schedext behind a TLS-terminating sidecar");
+    SCHEDEXT_ASSIGN_OR_RETURN(impl_->tls, TlsContextProvider::Create(c.tls));
   }
   SCHEDEXT_RETURN_IF_ERROR(impl_->Listen(c.host, c.port, /*status_only=*/false));
   if (c.status_port >= 0) {
