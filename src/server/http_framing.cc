@@ -162,23 +162,23 @@ HeadResult ParseRequestHead(std::string_view head, const HeadLimits& limits, Req
 
   // request-line = method SP request-target SP HTTP-version
   const size_t sp1 = request_line.find(' ');
-  const size_t sp2 =
-      sp1 == std::string_view::npos ? sp1 : request_line.find(' ', sp1 + 1);
+  const size_t sp2 = sp1 == std::string_view::npos ? sp1 : request_line.find(' ', sp1 + 1);
   if (sp2 == std::string_view::npos || request_line.find(' ', sp2 + 1) != std::string_view::npos) {
     return Refuse(400, "malformed request line \"" + Excerpt(request_line) + "\"");
   }
   out.method = request_line.substr(0, sp1);
   out.target = request_line.substr(sp1 + 1, sp2 - sp1 - 1);
-  if (out.method.empty() ||
-      !std::all_of(out.method.begin(), out.method.end(),
-                   [](char c) { return IsTokenChar(static_cast<unsigned char>(c)); })) {
+  if (out.method.empty() || !std::all_of(out.method.begin(), out.method.end(), [](char c) {
+        return IsTokenChar(static_cast<unsigned char>(c));
+      })) {
     return Refuse(400, "malformed request method \"" + Excerpt(out.method) + "\"");
   }
   if (out.target.empty() ||
-      !std::all_of(out.target.begin(), out.target.end(), [](char c) {
-        const auto u = static_cast<unsigned char>(c);
-        return u > 0x20 && u < 0x7f;
-      }) ||
+      !std::all_of(out.target.begin(), out.target.end(),
+                   [](char c) {
+                     const auto u = static_cast<unsigned char>(c);
+                     return u > 0x20 && u < 0x7f;
+                   }) ||
       !TargetPath(out.method, out.target, out.path)) {
     return Refuse(400, "malformed request target \"" + Excerpt(out.target) + "\"");
   }
@@ -209,8 +209,8 @@ HeadResult ParseRequestHead(std::string_view head, const HeadLimits& limits, Req
       return Refuse(400, "empty line inside the request head");
     }
     if (++fields > limits.max_header_fields) {
-      return Refuse(431, "more than " + std::to_string(limits.max_header_fields) +
-                             " request header fields");
+      return Refuse(
+          431, "more than " + std::to_string(limits.max_header_fields) + " request header fields");
     }
     if (line.front() == ' ' || line.front() == '\t') {
       return Refuse(400, "obsolete line folding in the request header (RFC 9112 §5.2)");
@@ -292,8 +292,8 @@ HeadResult ParseRequestHead(std::string_view head, const HeadLimits& limits, Req
   }
 
   if (out.minor_version == 1 && hosts != 1) {
-    return Refuse(400, hosts == 0 ? "HTTP/1.1 request without a Host header"
-                                  : "more than one Host header");
+    return Refuse(
+        400, hosts == 0 ? "HTTP/1.1 request without a Host header" : "more than one Host header");
   }
   if (out.minor_version == 0 && hosts > 1) {
     return Refuse(400, "more than one Host header");
@@ -309,8 +309,9 @@ HeadResult ParseRequestHead(std::string_view head, const HeadLimits& limits, Req
       return Refuse(400, "both Content-Length and Transfer-Encoding in the request");
     }
     if (other_coding || !chunked_last) {
-      return Refuse(501, "request transfer coding not supported: send Content-Length or "
-                         "Transfer-Encoding: chunked");
+      return Refuse(501,
+                    "request transfer coding not supported: send Content-Length or "
+                    "Transfer-Encoding: chunked");
     }
     out.framing = BodyFraming::kChunked;
   } else if (has_length) {
@@ -328,8 +329,8 @@ HeadResult ParseRequestHead(std::string_view head, const HeadLimits& limits, Req
   if (expect_other) {
     return Refuse(417, "only Expect: 100-continue is supported");
   }
-  out.keep_alive = out.minor_version == 1 ? !connection_close
-                                          : connection_keep_alive && !connection_close;
+  out.keep_alive =
+      out.minor_version == 1 ? !connection_close : connection_keep_alive && !connection_close;
   return HeadResult{};
 }
 
@@ -383,9 +384,10 @@ ChunkedDecoder::Result ChunkedDecoder::Feed(std::string_view in, wire::RequestBu
     // A line: the chunk size (with extensions) or a trailer field.
     const char c = in[i++];
     if (++line_bytes_ > max_line_bytes_) {
-      return Fail(400, step_ == Step::kTrailer ? "chunked trailer section too long"
-                                               : "chunk size line too long",
-                  i);
+      return Fail(
+          400,
+          step_ == Step::kTrailer ? "chunked trailer section too long" : "chunk size line too long",
+          i);
     }
     if (saw_cr_) {
       if (c != '\n') {

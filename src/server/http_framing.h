@@ -117,10 +117,10 @@ class ChunkedDecoder {
   Step step_ = Step::kSize;
   uint64_t chunk_left_ = 0;
   uint64_t total_ = 0;
-  size_t line_bytes_ = 0;    // of the current size or trailer line
-  int size_digits_ = 0;      // hex digits of the current chunk size
-  bool saw_cr_ = false;      // the line's CR has been read; LF must follow
-  bool line_empty_ = true;   // trailer section: the current line has no bytes yet
+  size_t line_bytes_ = 0;   // of the current size or trailer line
+  int size_digits_ = 0;     // hex digits of the current chunk size
+  bool saw_cr_ = false;     // the line's CR has been read; LF must follow
+  bool line_empty_ = true;  // trailer section: the current line has no bytes yet
   int last_status_ = 0;
   std::string_view last_error_;
 };

@@ -32,18 +32,11 @@
 #ifndef SCHEDEXT_SRC_SERVER_HTTP_SESSION_H_
 #define SCHEDEXT_SRC_SERVER_HTTP_SESSION_H_
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <chrono>
-#include <cstring>
-#include <memory>
-#include <mutex>
-#include <optional>
-#include <string>
-#include <unordered_map>
-#include <utility>
-
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -52,7 +45,14 @@
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/stream_traits.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-#include <spdlog/spdlog.h>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
 
 #include "schedext/config/config.h"
 #include "server/blocking_pool.h"
@@ -105,8 +105,7 @@ struct ServerCore {
         workers(c.keep_buffer_bytes, c.keep_large_buffers),
         binds(c.bind_threads, static_cast<size_t>(c.max_pending_binds)),
         transport_warnings(
-            LogLimiter::Options{10.0, 20, "warnings about refused or broken connections"},
-            metrics),
+            LogLimiter::Options{10.0, 20, "warnings about refused or broken connections"}, metrics),
         ioc(io) {
     limits.max_header_bytes = c.max_header_bytes;
     limits.max_body_bytes = c.max_body_bytes;
@@ -157,7 +156,10 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   // `keep` (may be null) is held as long as the connection: the TLS context
   // the stream was made with.
   Session(ServerCore& core, Stream stream, bool status_only, std::shared_ptr<void> keep = nullptr)
-      : keep_(std::move(keep)), core_(core), stream_(std::move(stream)), status_only_(status_only) {}
+      : keep_(std::move(keep)),
+        core_(core),
+        stream_(std::move(stream)),
+        status_only_(status_only) {}
 
   ~Session() override {
     if (worker_ != nullptr) {
@@ -249,11 +251,10 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   void ReadHead() {
     MakeRoom();
     Lowest().expires_at(read_deadline_);
-    stream_.async_read_some(
-        net::buffer(in_.get() + in_end_, in_cap_ - in_end_),
-        [self = this->shared_from_this()](beast::error_code ec, size_t n) {
-          self->OnHeadRead(ec, n);
-        });
+    stream_.async_read_some(net::buffer(in_.get() + in_end_, in_cap_ - in_end_),
+                            [self = this->shared_from_this()](beast::error_code ec, size_t n) {
+                              self->OnHeadRead(ec, n);
+                            });
   }
 
   void OnHeadRead(beast::error_code ec, size_t n) {
@@ -366,16 +367,15 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     }
     Lowest().expires_at(body_deadline_);
     const size_t want = static_cast<size_t>(remaining_);
-    stream_.async_read_some(
-        net::buffer(worker_->body.Tail(want), want),
-        [self = this->shared_from_this()](beast::error_code ec, size_t n) {
-          if (ec) {
-            return self->BodyFailed(ec);
-          }
-          self->worker_->body.Commit(n);
-          self->remaining_ -= n;
-          self->ReadBody();
-        });
+    stream_.async_read_some(net::buffer(worker_->body.Tail(want), want),
+                            [self = this->shared_from_this()](beast::error_code ec, size_t n) {
+                              if (ec) {
+                                return self->BodyFailed(ec);
+                              }
+                              self->worker_->body.Commit(n);
+                              self->remaining_ -= n;
+                              self->ReadBody();
+                            });
   }
 
   void FeedChunked() {
@@ -449,8 +449,8 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   }
 
   void WriteReply() {
-    const bool keep = keep_alive_ && !core_.draining.load() &&
-                      requests_ < core_.config.keep_alive_max_count;
+    const bool keep =
+        keep_alive_ && !core_.draining.load() && requests_ < core_.config.keep_alive_max_count;
     Worker& w = *worker_;
     w.head.clear();
     AppendReplyHead(outcome_.status, outcome_.content_type, w.out.size(), keep, keep && http10_,
@@ -484,7 +484,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
       return ProcessHead();
     }
     if (core_.draining.load()) {
-      return Finish();
+      return CloseGracefully();  // bytes the client sent meanwhile must not reset the reply
     }
     state_ = State::kIdle;
     read_deadline_ = Clock::now() + std::chrono::seconds(core_.config.keep_alive_timeout_seconds);
