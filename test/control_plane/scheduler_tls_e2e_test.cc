@@ -278,9 +278,7 @@ class SchedulerTlsE2eTest : public E2eSuite {
   std::string HttpsUrl() const { return "https://127.0.0.1:" + std::to_string(schedext().port()); }
 };
 
-// TODO(issue 10): enable once the listener serves TLS (src/server/http_server.cc
-// refuses server.tls with "this build's listener does not serve TLS yet").
-TEST_F(SchedulerTlsE2eTest, DISABLED_SchedulesThroughHttpsWithAClientCertificate) {
+TEST_F(SchedulerTlsE2eTest, SchedulesThroughHttpsWithAClientCertificate) {
   SchedulerEdits edits;
   edits.url_prefix = HttpsUrl();
   edits.tls = TlsFiles(pki().client_cert_file, pki().client_key_file);
@@ -312,7 +310,7 @@ TEST_F(SchedulerTlsE2eTest, DISABLED_SchedulesThroughHttpsWithAClientCertificate
 // The real kube-scheduler with no client certificate, with one from another
 // CA, and over plain HTTP: every call fails, its pod stays unbound, and
 // schedext handled no request.
-TEST_F(SchedulerTlsE2eTest, DISABLED_TheSchedulerIsRefusedWithoutTheRightCertificate) {
+TEST_F(SchedulerTlsE2eTest, TheSchedulerIsRefusedWithoutTheRightCertificate) {
   ASSERT_NO_FATAL_FAILURE(AddNode("a", {{"cpu", "2"}, {"memory", "4Gi"}}));
   struct Case {
     std::string name;
@@ -353,7 +351,7 @@ TEST_F(SchedulerTlsE2eTest, DISABLED_TheSchedulerIsRefusedWithoutTheRightCertifi
 // The handshake itself, probed with OpenSSL at TLS 1.2 and 1.3: the right
 // client certificate gets /healthz; none, or one from another CA, gets no
 // HTTP answer; plain HTTP gets no HTTP answer and a closed connection.
-TEST_F(SchedulerTlsE2eTest, DISABLED_HandshakeRefusesPlainHttpNoCertificateAndAForeignCa) {
+TEST_F(SchedulerTlsE2eTest, HandshakeRefusesPlainHttpNoCertificateAndAForeignCa) {
   const int port = schedext().port();
   for (const int version : {TLS1_2_VERSION, TLS1_3_VERSION}) {
     SCOPED_TRACE(version == TLS1_2_VERSION ? "TLS 1.2" : "TLS 1.3");
