@@ -48,6 +48,10 @@ class ClusterApiTest : public ControlPlaneSuite {
   }
 };
 
+// The annotation tests are a suite of their own, on their own control plane,
+// so that ctest runs them beside the bind and informer tests.
+class ClusterAnnotationApiTest : public ClusterApiTest {};
+
 // The pods of `ns` in the cache's current snapshot: uid -> node name.
 std::map<std::string, std::string> CachedPods(const cluster::ClusterCache& cache,
                                               std::string_view ns) {
@@ -218,7 +222,7 @@ TEST_F(ClusterApiTest, BindWithAStaleUidOrOfAMissingPodFails) {
       << s.ToString();
 }
 
-TEST_F(ClusterApiTest, AnnotationsWithTheUidPreconditionAndTheirRollback) {
+TEST_F(ClusterAnnotationApiTest, AnnotationsWithTheUidPreconditionAndTheirRollback) {
   const std::string uid = CreatePod("annotate", "gpu");
   ASSERT_FALSE(uid.empty());
   auto client = NewClient(cp().schedext_kubeconfig());
@@ -243,7 +247,7 @@ TEST_F(ClusterApiTest, AnnotationsWithTheUidPreconditionAndTheirRollback) {
   EXPECT_NE(*rolled_back, *rv);
 }
 
-TEST_F(ClusterApiTest, AnAnnotationWithAStaleUidIsRefusedAsInvalid) {
+TEST_F(ClusterAnnotationApiTest, AnAnnotationWithAStaleUidIsRefusedAsInvalid) {
   const std::string uid = CreatePod("annotate", "recreated");
   ASSERT_FALSE(uid.empty());
   auto client = NewClient(cp().schedext_kubeconfig());
@@ -272,7 +276,7 @@ TEST_F(ClusterApiTest, AnAnnotationWithAStaleUidIsRefusedAsInvalid) {
       << missing.status().ToString();
 }
 
-TEST_F(ClusterApiTest, ARollbackAfterThePodChangedIsAConflict) {
+TEST_F(ClusterAnnotationApiTest, ARollbackAfterThePodChangedIsAConflict) {
   ASSERT_TRUE(cp().Create("/api/v1/nodes", NodeJson("annotate-1")).ok());
   const std::string uid = CreatePod("annotate", "bound-meanwhile");
   ASSERT_FALSE(uid.empty());
