@@ -1,6 +1,6 @@
 // One HTTP/1.1 connection of the listener: a small state machine on Asio,
 // generic over the stream so that plain TCP (beast::tcp_stream) and TLS
-// (beast::ssl_stream<beast::tcp_stream>) share every line of the framing.
+// (asio::ssl::stream<beast::tcp_stream>, see tls_session.h for why not beast::ssl_stream) share every line of the framing.
 //
 //   accept ─► [handshake] ─► idle ─► head ─► body ─► handling ─► writing ─┐
 //                             ▲                                           │
@@ -67,7 +67,7 @@ namespace beast = boost::beast;
 using Clock = std::chrono::steady_clock;
 
 // What differs between plain TCP and TLS, for the session template. The TLS
-// listener specialises it for beast::ssl_stream<beast::tcp_stream>: Handshake
+// listener specialises it for net::ssl::stream<beast::tcp_stream> (tls_session.h): Handshake
 // runs async_handshake (server side), Shutdown async_shutdown; both under the
 // deadline already set on the lowest layer.
 template <class Stream>
