@@ -228,7 +228,7 @@ class Relay {
         fds.push_back({p.b, events, 0});
       }
       if (::poll(fds.data(), fds.size(), 50) <= 0) continue;
-      if (fds[0].revents & POLLIN) Accept();
+      // Only the pairs polled above have entries in `fds`: accept after them.
       std::vector<Pair> keep;
       for (size_t i = 0; i < pairs_.size(); ++i) {
         const Pair p = pairs_[i];
@@ -243,6 +243,7 @@ class Relay {
         }
       }
       pairs_ = std::move(keep);
+      if (fds[0].revents & POLLIN) Accept();
     }
   }
   void Accept() {
