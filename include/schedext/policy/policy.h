@@ -91,6 +91,14 @@ class ReserveHook {
   // (one call per bind), but under the cache's mutex: be quick, no I/O.
   virtual Status Reserve(const model::PodInfo& pod, const model::NodeInfo& node,
                          PodAnnotations& out) const = 0;
+  // The bind cycle gave up after this hook's Reserve succeeded (a later
+  // ReserveHook refused, writing the annotations failed, or the API server
+  // refused the Binding). Undo what Reserve did outside the cluster cache;
+  // the cache's reservation itself (and every NodeAccounting state derived
+  // from it) is dropped by the bind cycle, and the annotations are removed
+  // by it too. Called without any lock held, at most once per successful
+  // Reserve. Default: nothing to undo.
+  virtual void Unreserve(const model::PodInfo& /*pod*/, std::string_view /*node*/) const {}
 };
 
 class Policy {

@@ -14,6 +14,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "schedext/model/gpushare.h"
+#include "schedext/policy/handle.h"
 #include "schedext/policy/policy.h"
 #include "schedext/status.h"
 
@@ -27,6 +28,12 @@ struct PolicyContext {
   // GPU sharing's names (config section `gpushare`); never null when built
   // from a configuration (tests may leave it null: the defaults apply).
   const model::GpuShareConvention* gpushare = nullptr;
+  // The handle a stateful policy registers its cluster state, routes,
+  // metrics, readiness and background work through (handle.h); lent for the
+  // factory call, the object outlives the policy. Never null when built by
+  // Profile::Build, which gives a private PolicyHost when its caller gives
+  // none (tests): registrations then reach no cache or server.
+  PolicyHandle* handle = nullptr;
 };
 
 // Builds a policy from its `args` (a JSON object; {} when none were given).
