@@ -21,6 +21,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "schedext/cli/commands.h"
 #include "schedext/cluster/cache.h"
 #include "schedext/cluster/client_config.h"
 #include "schedext/cluster/http_kube_client.h"
@@ -47,6 +48,7 @@ constexpr std::string_view kUsage =
     R"(schedext: a Kubernetes scheduler extender (filter, prioritize, preempt, bind).
 
 Usage: schedext [flags]
+       schedext explain --config FILE [flags] REQUEST.json  (see schedext explain --help)
 
 Flags:
   --config FILE         configuration file (YAML); without it the embedded default
@@ -479,6 +481,11 @@ class Supervisor {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string_view(argv[1]) == "explain") {
+    // The offline subcommands (src/cli/): no listener, no cluster.
+    return schedext::cli::ExplainCommand(std::vector<std::string>(argv + 2, argv + argc),
+                                         std::cout, std::cerr);
+  }
   Flags flags;
   std::string error;
   if (!ParseFlags(argc, argv, flags, error)) {

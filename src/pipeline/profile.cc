@@ -143,13 +143,12 @@ Status Profile::RunScorers(const model::PodInfo& pod, policy::NodeSpan nodes,
   }
   // Pass 3 per node: weighted mean onto [0, kMaxExtenderScore], rounded half up.
   // Weights are <= 1000 per policy and scores <= 100, so no overflow is possible.
-  const int64_t denominator = policy::kMaxNodeScore * total_weight_;
   for (size_t i = 0; i < n; ++i) {
     int64_t total = 0;
     for (size_t p = 0; p < scorers_.size(); ++p) {
       total += scorers_[p].weight * scratch.raw[p * n + i];
     }
-    out[i] = (total * kMaxExtenderScore * 2 + denominator) / (2 * denominator);
+    out[i] = ExtenderScore(total, total_weight_);
   }
   return OkStatus();
 }

@@ -21,6 +21,7 @@ std::optional<Verb> ParseVerb(std::string_view s) {
   if (s == "prioritize") return Verb::kPrioritize;
   if (s == "preempt") return Verb::kPreempt;
   if (s == "bind") return Verb::kBind;
+  if (s == "explain") return Verb::kExplain;
   return std::nullopt;
 }
 

@@ -20,6 +20,8 @@ std::string_view VerbName(Verb verb) {
       return "preempt";
     case Verb::kBind:
       return "bind";
+    case Verb::kExplain:
+      return "explain";
   }
   return "unknown";
 }

@@ -117,6 +117,9 @@ int ExtenderService::Handle(Verb verb, size_t profile_index, const wire::Request
     case Verb::kBind:
       http_status = Bind(profile, body, scratch, out, summary);
       break;
+    case Verb::kExplain:  // src/explain/explain_service.cc
+      http_status = Explain(profile, body, scratch, out, summary);
+      break;
   }
   if (cache_ != nullptr) {
     // The reply is encoded: nothing points into the snapshot any more, and an

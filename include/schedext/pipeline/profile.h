@@ -25,6 +25,17 @@ namespace schedext::pipeline {
 // Highest score of the extender protocol (MaxExtenderPriority).
 inline constexpr int64_t kMaxExtenderScore = 10;
 
+// The 0..10 score of one node from Σ w_p·s_p over the scorers and Σ w_p: the
+// weighted mean of the normalized scores onto [0, kMaxExtenderScore], rounded
+// half up. The one place this formula lives (RunScorers and Explain).
+inline int64_t ExtenderScore(int64_t weighted_total, int64_t total_weight) {
+  const int64_t denominator = policy::kMaxNodeScore * total_weight;
+  return (weighted_total * kMaxExtenderScore * 2 + denominator) / (2 * denominator);
+}
+
+struct Explanation;         // explain.h
+enum class ExplainScoring;  // explain.h
+
 // Result of RunFilters: every input node in exactly one of the three lists,
 // by index into the request's node list, in request order.
 struct FilterOutcome {
@@ -106,6 +117,13 @@ class Profile {
   // of all hooks are appended to `out`.
   std::optional<std::string> Reserve(const model::PodInfo& pod, const model::NodeInfo& node,
                                      policy::PodAnnotations& out) const;
+
+  // Explain mode (explain.h; in src/pipeline/explain.cc): the same hooks as
+  // RunFilters and RunScorers on `nodes`, keeping every verdict and score.
+  // Never fails: the verbs' errors are reported in `out`. Not for the verbs'
+  // path (it allocates per node).
+  void Explain(const model::PodInfo& pod, policy::NodeSpan nodes, ExplainScoring scoring,
+               Explanation& out) const;
 
   bool has_filters() const { return !filters_.empty(); }
   // Some policy annotates pods at bind: bind must not happen without a

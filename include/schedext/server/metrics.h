@@ -25,8 +25,9 @@ struct GpuShareConvention;
 
 namespace schedext::server {
 
-enum class Verb { kFilter = 0, kPrioritize, kPreempt, kBind };
-inline constexpr size_t kVerbCount = 4;
+// kExplain: POST /<profile>/explain (src/explain/), not an extender verb.
+enum class Verb { kFilter = 0, kPrioritize, kPreempt, kBind, kExplain };
+inline constexpr size_t kVerbCount = 5;
 std::string_view VerbName(Verb verb);
 
 // How a request ended, for the `outcome` label.

@@ -105,6 +105,9 @@ class ExtenderService {
               std::string& out, RequestSummary& summary) const;
   int Bind(const pipeline::Profile& profile, const wire::RequestBuffer& body, Scratch& s,
            std::string& out, RequestSummary& summary) const;
+  // POST /<profile>/explain; defined in src/explain/explain_service.cc.
+  int Explain(const pipeline::Profile& profile, const wire::RequestBuffer& body, Scratch& s,
+              std::string& out, RequestSummary& summary) const;
   // Loads the cluster snapshot into s.snapshot: kUnavailable before the cache
   // has synced; OK and null without a cache.
   Status LoadSnapshot(Scratch& s) const;

@@ -1,0 +1,64 @@
+// The explain report: one request's explanation (pipeline/explain.h) as the
+// JSON document POST /<profile>/explain answers and `schedext explain
+// --output json` prints, and the text table `schedext explain` prints for
+// people.
+//
+// The document (keys always present, null where they do not apply):
+//   {"profile": "default",
+//    "pod": {"namespace": "ns", "name": "web-1", "uid": "..."},
+//    "nodeMode": "Nodes" | "NodeNames" | "none",
+//    "scoring": "passing",          // scores are of the nodes that pass
+//    "policies": [{"name": "NodeLabel", "weight": 2, "filter": true, "score": true}],
+//    "totalWeight": 2,              // Σ weights of the scoring policies
+//    "filterError": null,           // what filter would answer as Error
+//    "prioritizeError": null,       // why prioritize would fail (HTTP 500)
+//    "nodes": [                     // request order
+//      {"name": "n1",
+//       "verdict": "pass" | "unschedulable" | "unresolvable" | "error",
+//       "reason": null | "...",     // the text filter answers for the node
+//       "rejectedBy": null | "NodeLabel",
+//       "filters": [{"policy": "NodeLabel", "verdict": "pass", "reason": null}],
+//       "scores": null | [{"policy": "NodeLabel", "weight": 2, "raw": 5,
+//                          "normalized": 100, "weighted": 200}],
+//       "weightedTotal": null | 200,
+//       "score": null | 10,         // the 0..10 score prioritize answers
+//       "rank": null | 1}],         // 1 = best; equal scores share a rank
+//    "ranking": ["n1", ...]}        // passing nodes, best first, ties in request order
+// Every filter of the profile runs on every node (the verbs stop at the first
+// rejection; `rejectedBy` is that one). Nodes a node-cache request names but
+// the cache does not know are "unresolvable" with no filters.
+//
+// Thread-safety: pure functions.
+#ifndef SCHEDEXT_EXPLAIN_EXPLAIN_H_
+#define SCHEDEXT_EXPLAIN_EXPLAIN_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "schedext/pipeline/explain.h"
+#include "schedext/pipeline/profile.h"
+#include "schedext/status.h"
+#include "schedext/wire/messages.h"
+
+namespace schedext::explain {
+
+// The reason filter gives for node names the cluster cache does not know
+// (the same text as the verbs').
+inline constexpr std::string_view kUnknownNode = "node(s) unknown to schedext";
+
+// Appends the document for `args` explained by `profile`: `explanation.nodes[k]`
+// is the request's node `node_index[k]`; request nodes not in `node_index` are
+// unknown to schedext.
+void AppendExplanationJson(const pipeline::Profile& profile, const wire::ExtenderArgsView& args,
+                           std::span<const uint32_t> node_index,
+                           const pipeline::Explanation& explanation, std::string& out);
+
+// The text table of a document AppendExplanationJson wrote. kInvalidArgument
+// when `json` is not such a document.
+StatusOr<std::string> FormatExplanationText(std::string_view json);
+
+}  // namespace schedext::explain
+
+#endif  // SCHEDEXT_EXPLAIN_EXPLAIN_H_

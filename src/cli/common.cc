@@ -1,0 +1,110 @@
+// Helpers shared by the offline subcommands (cli.h).
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "schedext/cli/commands.h"
+#include "schedext/model/owned.h"
+#include "schedext/policy/registry.h"
+#include "schedext/wire/object_decoder.h"
+#include "schedext/wire/request_buffer.h"
+
+namespace schedext::cli {
+
+StatusOr<LoadedConfig> LoadProfiles(const std::string& path) {
+  SCHEDEXT_ASSIGN_OR_RETURN(config::Config config, config::LoadConfigFile(path));
+  policy::Registry registry;
+  SCHEDEXT_RETURN_IF_ERROR(policy::RegisterBuiltinPolicies(registry));
+  LoadedConfig loaded;
+  for (size_t i = 0; i < config.profiles.size(); ++i) {
+    auto profile = pipeline::Profile::Build(
+        config.profiles[i], registry, "profiles[" + std::to_string(i) + "]", &config.gpushare);
+    if (!profile.ok()) {
+      return profile.status().WithContext(path);
+    }
+    if (config.profiles[i].name == config.default_profile) {
+      loaded.default_profile = i;
+    }
+    loaded.profiles.push_back(std::move(profile).value());
+  }
+  loaded.config = std::move(config);
+  return loaded;
+}
+
+StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return NotFoundError(path + ": cannot open");
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    return InvalidArgumentError(path + ": read failed");
+  }
+  return text.str();
+}
+
+namespace {
+
+// `text` as a List page the object decoder reads: a List's items, or a bare
+// array of objects.
+StatusOr<std::string> AsListPage(std::string_view text, std::string_view what) {
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  nlohmann::json items;
+  if (doc.is_array()) {
+    items = doc;
+  } else if (doc.is_object() && doc.contains("items") && doc["items"].is_array()) {
+    items = doc["items"];
+  } else {
+    return InvalidArgumentError(std::string(what) +
+                                ": expected a List ({\"items\":[...]}) or an array of objects");
+  }
+  return nlohmann::json{{"metadata", {{"resourceVersion", "1"}}}, {"items", std::move(items)}}
+      .dump();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<cluster::ClusterCache>> OfflineCache(std::string_view nodes_json,
+                                                              std::string_view pods_json,
+                                                              const config::Config& config) {
+  cluster::CacheOptions options;
+  options.assume_ttl = std::chrono::milliseconds(0);
+  const bool gpushare = config.UsesPolicy("GpuShare");
+  if (gpushare) {
+    options.gpushare = config.gpushare;
+  }
+  auto cache = std::make_unique<cluster::ClusterCache>(options);
+  wire::ObjectDecoder decoder;
+  wire::ListMeta meta;
+  std::vector<cluster::InformerObject> nodes;
+  if (!nodes_json.empty()) {
+    SCHEDEXT_ASSIGN_OR_RETURN(std::string page, AsListPage(nodes_json, "nodes"));
+    const wire::RequestBuffer buffer = wire::RequestBuffer::CopyOf(page);
+    SCHEDEXT_RETURN_IF_ERROR(decoder.DecodeNodeList(buffer, meta, [&](const wire::NodeObject& o) {
+      nodes.push_back(
+          {std::make_shared<const model::OwnedNode>(o.info, o.resource_version), {}, {}});
+      return true;
+    }));
+  }
+  std::vector<cluster::InformerObject> pods;
+  if (!pods_json.empty()) {
+    SCHEDEXT_ASSIGN_OR_RETURN(std::string page, AsListPage(pods_json, "pods"));
+    const wire::RequestBuffer buffer = wire::RequestBuffer::CopyOf(page);
+    SCHEDEXT_RETURN_IF_ERROR(decoder.DecodePodList(buffer, meta, [&](const wire::PodObject& o) {
+      pods.push_back({{}, std::make_shared<const model::OwnedPod>(o.info, o.resource_version), {}});
+      return true;
+    }));
+  }
+  cache->OnReplace(cluster::ResourceKind::kNodes, std::move(nodes));
+  cache->OnReplace(cluster::ResourceKind::kPods, std::move(pods));
+  if (gpushare) {
+    cache->OnReplace(cluster::ResourceKind::kConfigMaps, {});
+  }
+  return cache;
+}
+
+}  // namespace schedext::cli
