@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 namespace schedext::server::http {
 namespace {
@@ -19,6 +20,20 @@ bool IsTokenChar(unsigned char c) {
 bool IsFieldValueChar(unsigned char c) { return c == '\t' || (c >= 0x20 && c != 0x7f); }
 
 char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+
+// The value of a HEXDIG, or -1.
+int HexValue(unsigned char c) {
+  if (c >= '0' && c <= '9') {
+    return c - '0';
+  }
+  if (c >= 'a' && c <= 'f') {
+    return c - 'a' + 10;
+  }
+  if (c >= 'A' && c <= 'F') {
+    return c - 'A' + 10;
+  }
+  return -1;
+}
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) {
@@ -341,6 +356,170 @@ ChunkedDecoder::Result ChunkedDecoder::Fail(int status, std::string_view error, 
   return Result{State::kError, consumed, status, error};
 }
 
+static_assert(ChunkedDecoder::kMaxExtensionBytes == 4096, "the refusal below names the bound");
+
+const char* ChunkedDecoder::SizeLineByte(unsigned char c) {
+  const bool bws = c == ' ' || c == '\t';
+  const int digit = HexValue(c);
+  // Every byte after the digits is extension, whitespace included.
+  if ((ext_ != Ext::kDigits || digit < 0) && ++ext_bytes_ > kMaxExtensionBytes) {
+    return "chunk extensions longer than 4096 bytes in one body";
+  }
+  switch (ext_) {
+    case Ext::kDigits:
+      if (digit >= 0) {
+        if (chunk_left_ > (std::numeric_limits<uint64_t>::max() >> 4)) {
+          return "chunk size does not fit 64 bits";
+        }
+        chunk_left_ = chunk_left_ * 16 + static_cast<uint64_t>(digit);
+        ++size_digits_;
+        return nullptr;
+      }
+      if (size_digits_ == 0) {
+        return "malformed chunk size: a chunk line must start with hex digits";
+      }
+      if (c == ';') {
+        ext_ = Ext::kBeforeName;
+        return nullptr;
+      }
+      if (bws) {
+        ext_ = Ext::kBeforeSemi;
+        return nullptr;
+      }
+      return "malformed chunk size: only ';' and a chunk extension may follow the hex digits";
+    case Ext::kBeforeSemi:
+    case Ext::kValueBws:
+      if (bws) {
+        return nullptr;
+      }
+      if (c == ';') {
+        ext_ = Ext::kBeforeName;
+        return nullptr;
+      }
+      return ext_ == Ext::kBeforeSemi
+                 ? "junk after the chunk size: only ';' and a chunk extension may follow it"
+                 : "malformed chunk extension: junk after its value";
+    case Ext::kBeforeName:
+      if (bws) {
+        return nullptr;
+      }
+      if (IsTokenChar(c)) {
+        ext_ = Ext::kName;
+        return nullptr;
+      }
+      return "malformed chunk extension: a name (token) must follow ';'";
+    case Ext::kName:
+    case Ext::kAfterName:
+      if (ext_ == Ext::kName && IsTokenChar(c)) {
+        return nullptr;
+      }
+      if (bws) {
+        ext_ = Ext::kAfterName;
+        return nullptr;
+      }
+      if (c == '=') {
+        ext_ = Ext::kBeforeValue;
+        return nullptr;
+      }
+      if (c == ';') {
+        ext_ = Ext::kBeforeName;
+        return nullptr;
+      }
+      return "malformed chunk extension: junk after its name";
+    case Ext::kBeforeValue:
+      if (bws) {
+        return nullptr;
+      }
+      if (c == '"') {
+        ext_ = Ext::kQuoted;
+        return nullptr;
+      }
+      if (IsTokenChar(c)) {
+        ext_ = Ext::kToken;
+        return nullptr;
+      }
+      return "malformed chunk extension: '=' must be followed by a token or a quoted string";
+    case Ext::kToken:
+    case Ext::kAfterQuoted:
+      if (ext_ == Ext::kToken && IsTokenChar(c)) {
+        return nullptr;
+      }
+      if (bws) {
+        ext_ = Ext::kValueBws;
+        return nullptr;
+      }
+      if (c == ';') {
+        ext_ = Ext::kBeforeName;
+        return nullptr;
+      }
+      return "malformed chunk extension: junk after its value";
+    case Ext::kQuoted:
+      // qdtext = HTAB / SP / %x21 / %x23-5B / %x5D-7E / obs-text
+      if (c == '"') {
+        ext_ = Ext::kAfterQuoted;
+        return nullptr;
+      }
+      if (c == '\\') {
+        ext_ = Ext::kQuotedPair;
+        return nullptr;
+      }
+      return IsFieldValueChar(c) ? nullptr : "control character in a chunk extension value";
+    case Ext::kQuotedPair:
+      ext_ = Ext::kQuoted;
+      return IsFieldValueChar(c) ? nullptr : "control character in a chunk extension value";
+  }
+  return "malformed chunk line";
+}
+
+const char* ChunkedDecoder::SizeLineEnd() const {
+  switch (ext_) {
+    case Ext::kDigits:
+      return size_digits_ == 0 ? "chunk size missing" : nullptr;
+    case Ext::kName:
+    case Ext::kToken:
+    case Ext::kAfterQuoted:
+      return nullptr;
+    case Ext::kBeforeSemi:
+    case Ext::kAfterName:
+    case Ext::kValueBws:
+      return "whitespace at the end of a chunk line";
+    case Ext::kBeforeName:
+      return "malformed chunk extension: a name (token) must follow ';'";
+    case Ext::kBeforeValue:
+      return "malformed chunk extension: '=' must be followed by a token or a quoted string";
+    case Ext::kQuoted:
+    case Ext::kQuotedPair:
+      return "unterminated quoted string in a chunk extension";
+  }
+  return "malformed chunk line";
+}
+
+const char* ChunkedDecoder::TrailerByte(unsigned char c) {
+  switch (trailer_) {
+    case Trailer::kLineStart:
+      if (c == ' ' || c == '\t') {
+        return "obsolete line folding in the chunked trailer section";
+      }
+      if (!IsTokenChar(c)) {
+        return "malformed field name in the chunked trailer section";
+      }
+      trailer_ = Trailer::kName;
+      return nullptr;
+    case Trailer::kName:
+      if (c == ':') {
+        trailer_ = Trailer::kValue;
+        return nullptr;
+      }
+      if (c == ' ' || c == '\t') {
+        return "whitespace before the colon in the chunked trailer section";
+      }
+      return IsTokenChar(c) ? nullptr : "malformed field name in the chunked trailer section";
+    case Trailer::kValue:
+      return IsFieldValueChar(c) ? nullptr : "control character in the chunked trailer section";
+  }
+  return "malformed chunked trailer section";
+}
+
 ChunkedDecoder::Result ChunkedDecoder::Feed(std::string_view in, wire::RequestBuffer& body) {
   size_t i = 0;
   while (i < in.size()) {
@@ -362,7 +541,10 @@ ChunkedDecoder::Result ChunkedDecoder::Feed(std::string_view in, wire::RequestBu
       }
       case Step::kDataCr:
         if (in[i] != '\r') {
-          return Fail(400, "chunk data longer than its size", i);
+          return Fail(
+              400,
+              in[i] == '\n' ? "chunk data not followed by CRLF" : "chunk data longer than its size",
+              i);
         }
         ++i;
         step_ = Step::kDataLf;
@@ -372,17 +554,18 @@ ChunkedDecoder::Result ChunkedDecoder::Feed(std::string_view in, wire::RequestBu
           return Fail(400, "chunk data not followed by CRLF", i);
         }
         ++i;
-        step_ = Step::kSize;
+        step_ = Step::kSizeLine;
+        ext_ = Ext::kDigits;
+        chunk_left_ = 0;
         size_digits_ = 0;
         line_bytes_ = 0;
         continue;
-      case Step::kSize:
       case Step::kSizeLine:
       case Step::kTrailer:
         break;
     }
     // A line: the chunk size (with extensions) or a trailer field.
-    const char c = in[i++];
+    const unsigned char c = static_cast<unsigned char>(in[i++]);
     if (++line_bytes_ > max_line_bytes_) {
       return Fail(
           400,
@@ -395,20 +578,23 @@ ChunkedDecoder::Result ChunkedDecoder::Feed(std::string_view in, wire::RequestBu
       }
       saw_cr_ = false;
       if (step_ == Step::kTrailer) {
-        if (line_empty_) {
+        if (trailer_ == Trailer::kLineStart) {
           step_ = Step::kDone;
           return Result{State::kDone, i, 0, {}};
         }
-        line_empty_ = true;
+        if (trailer_ == Trailer::kName) {
+          return Fail(400, "field without a colon in the chunked trailer section", i);
+        }
+        trailer_ = Trailer::kLineStart;
         continue;
       }
-      if (size_digits_ == 0) {
-        return Fail(400, "chunk size missing", i);
+      if (const char* error = SizeLineEnd(); error != nullptr) {
+        return Fail(400, error, i);
       }
       if (chunk_left_ == 0) {
         step_ = Step::kTrailer;
+        trailer_ = Trailer::kLineStart;
         line_bytes_ = 0;
-        line_empty_ = true;
         continue;
       }
       if (chunk_left_ > max_body_bytes_ - total_) {
@@ -425,41 +611,10 @@ ChunkedDecoder::Result ChunkedDecoder::Feed(std::string_view in, wire::RequestBu
     if (c == '\n') {
       return Fail(400, "bare LF in a chunk line", i);
     }
-    if (step_ == Step::kTrailer) {
-      if (!IsFieldValueChar(static_cast<unsigned char>(c))) {
-        return Fail(400, "control character in a chunked trailer", i);
-      }
-      line_empty_ = false;
-      continue;
+    const char* error = step_ == Step::kTrailer ? TrailerByte(c) : SizeLineByte(c);
+    if (error != nullptr) {
+      return Fail(400, error, i);
     }
-    if (step_ == Step::kSizeLine) {
-      if (!IsFieldValueChar(static_cast<unsigned char>(c))) {
-        return Fail(400, "control character in a chunk extension", i);
-      }
-      continue;
-    }
-    // kSize: hex digits, then optional whitespace and extensions.
-    int digit = -1;
-    if (c >= '0' && c <= '9') {
-      digit = c - '0';
-    } else if (Lower(c) >= 'a' && Lower(c) <= 'f') {
-      digit = Lower(c) - 'a' + 10;
-    }
-    if (digit >= 0) {
-      if (size_digits_ == 0) {
-        chunk_left_ = 0;
-      }
-      if (++size_digits_ > 15) {
-        return Fail(400, "chunk size too large", i);
-      }
-      chunk_left_ = chunk_left_ * 16 + static_cast<uint64_t>(digit);
-      continue;
-    }
-    if ((c == ';' || c == ' ' || c == '\t') && size_digits_ > 0) {
-      step_ = Step::kSizeLine;
-      continue;
-    }
-    return Fail(400, "malformed chunk size", i);
   }
   switch (step_) {
     case Step::kDone:

@@ -88,19 +88,33 @@ struct HeadResult {
 HeadResult ParseRequestHead(std::string_view head, const HeadLimits& limits, RequestHead& out);
 
 // Decodes a chunked body (RFC 9112 §7.1) fed in pieces of any size, appending
-// the data to a RequestBuffer. Chunk extensions and trailer fields are read
-// and dropped; their lines are bounded.
+// the data to a RequestBuffer. Chunk extensions and trailer fields are checked
+// against the grammar, then dropped:
+//
+//   size-line    = 1*HEXDIG *( BWS ";" BWS token [ BWS "=" BWS value ] ) CRLF
+//   value        = token / quoted-string
+//   trailer-line = token ":" *( field-vchar / SP / HTAB ) CRLF
+//
+// Anything else is refused with 400, in particular bytes after the size that
+// do not start an extension ("5 junk"): a proxy in front that reads such a
+// line differently would frame the body differently (request smuggling). A
+// size line is bounded by max_line_bytes, the extensions of one body by
+// kMaxExtensionBytes in total (a body of many tiny chunks cannot carry
+// megabytes of extensions past the body limit), the trailer section by
+// max_line_bytes; a size that does not fit 64 bits is refused as malformed.
 class ChunkedDecoder {
  public:
+  static constexpr size_t kMaxExtensionBytes = 4096;
+
   ChunkedDecoder(uint64_t max_body_bytes, size_t max_line_bytes)
       : max_body_bytes_(max_body_bytes), max_line_bytes_(max_line_bytes) {}
 
   enum class State { kNeedMore, kDone, kError };
   struct Result {
     State state = State::kNeedMore;
-    size_t consumed = 0;  // bytes of the input used; the rest follows the body
-    int status = 0;       // with kError: 400 (malformed) or 413 (too large)
-    std::string_view error;
+    size_t consumed = 0;     // bytes of the input used; the rest follows the body
+    int status = 0;          // with kError: 400 (malformed) or 413 (too large)
+    std::string_view error;  // a static message
   };
   // Consumes what it can of `in`. After kDone or kError, further calls return
   // the same state and consume nothing.
@@ -109,18 +123,41 @@ class ChunkedDecoder {
   uint64_t body_bytes() const { return total_; }
 
  private:
-  enum class Step { kSize, kSizeLine, kData, kDataCr, kDataLf, kTrailer, kDone, kError };
+  enum class Step { kSizeLine, kData, kDataCr, kDataLf, kTrailer, kDone, kError };
+  // Where a size line is, after its digits: which byte may come next.
+  enum class Ext : uint8_t {
+    kDigits,       // in the hex digits
+    kBeforeSemi,   // after whitespace following the size: BWS or ';'
+    kBeforeName,   // after ';'
+    kName,         // in an extension name
+    kAfterName,    // whitespace after a name: BWS, '=' or ';'
+    kBeforeValue,  // after '='
+    kToken,        // in a token value
+    kQuoted,       // in a quoted-string value
+    kQuotedPair,   // after a backslash in a quoted string
+    kAfterQuoted,  // after the closing quote
+    kValueBws,     // whitespace after a value: BWS or ';'
+  };
+  enum class Trailer : uint8_t { kLineStart, kName, kValue };
+
   Result Fail(int status, std::string_view error, size_t consumed);
+  // One byte of a size line other than CR and LF; nullptr or why it is refused.
+  const char* SizeLineByte(unsigned char c);
+  // The CRLF ending a size line: nullptr or why the line is refused.
+  const char* SizeLineEnd() const;
+  const char* TrailerByte(unsigned char c);
 
   const uint64_t max_body_bytes_;
   const size_t max_line_bytes_;
-  Step step_ = Step::kSize;
+  Step step_ = Step::kSizeLine;
+  Ext ext_ = Ext::kDigits;
+  Trailer trailer_ = Trailer::kLineStart;
   uint64_t chunk_left_ = 0;
   uint64_t total_ = 0;
-  size_t line_bytes_ = 0;   // of the current size or trailer line
-  int size_digits_ = 0;     // hex digits of the current chunk size
-  bool saw_cr_ = false;     // the line's CR has been read; LF must follow
-  bool line_empty_ = true;  // trailer section: the current line has no bytes yet
+  size_t line_bytes_ = 0;  // of the current size line, or of the trailer section
+  size_t ext_bytes_ = 0;   // of all chunk extensions so far (after the digits)
+  int size_digits_ = 0;    // hex digits of the current chunk size
+  bool saw_cr_ = false;    // the line's CR has been read; LF must follow
   int last_status_ = 0;
   std::string_view last_error_;
 };

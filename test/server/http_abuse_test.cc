@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -364,6 +365,71 @@ TEST(HttpAbuseTest, PipelinedRequestsAreAnsweredInOrder) {
   EXPECT_EQ(rest.substr(rest.size() - 3), "ok\n");
   const size_t filter_at = blank + 4;
   EXPECT_NE(rest.find("\"Nodes\"", filter_at), std::string::npos);
+}
+
+// A chunk-size line must be exactly 1*HEXDIG and chunk extensions (RFC 9112
+// §7.1): "5 junk" is a smuggling vector (a proxy in front may read the line
+// differently), so it gets 400 and the connection closes, and what was sent
+// behind it is never run. Valid extensions are accepted and ignored.
+TEST(HttpAbuseTest, ChunkSizeLineWithJunkIs400AndValidExtensionsAreServed) {
+  QuietLog quiet;
+  Server server;
+  ASSERT_TRUE(server.init().ok()) << server.init().ToString();
+  const std::string chunked_head =
+      "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n";
+  const std::string filter3 = Filter3();
+  ASSERT_GT(filter3.size(), 5u);
+  char rest_size[32];
+  std::snprintf(rest_size, sizeof(rest_size), "%zx", filter3.size() - 5);
+
+  {
+    SCOPED_TRACE("5 junk");
+    RawConnection c;
+    ASSERT_TRUE(c.Connect(server.port())) << c.error();
+    // Behind the bad line: the rest of a body, then a whole pipelined filter
+    // that must not run.
+    const HttpReply reply = SendAndRead(
+        c, chunked_head + "5 junk\r\n" + filter3.substr(0, 5) + "\r\n" + rest_size + "\r\n" +
+               filter3.substr(5) + "\r\n0\r\n\r\n" + BuildRequest("POST", "/filter", filter3));
+    EXPECT_EQ(reply.status, 400) << reply.reason;
+    EXPECT_EQ(reply.Header("Connection"), "close");
+    const json body = json::parse(reply.body, nullptr, false);
+    ASSERT_TRUE(body.contains("Error")) << reply.body;
+    EXPECT_EQ(body["Error"],
+              "junk after the chunk size: only ';' and a chunk extension may follow it");
+    HttpReply more;
+    EXPECT_FALSE(c.ReadReply(more)) << "a second reply: " << more.status;
+    EXPECT_TRUE(c.PeerClosedWithin(5000));
+  }
+  for (const char* bad : {"5 ;x y", "0x5", "5\n", "10000000000000000"}) {
+    SCOPED_TRACE(bad);
+    RawConnection c;
+    ASSERT_TRUE(c.Connect(server.port())) << c.error();
+    const HttpReply reply = SendAndRead(c, chunked_head + bad + "\r\n");
+    EXPECT_EQ(reply.status, 400) << reply.reason;
+    EXPECT_EQ(reply.Header("Connection"), "close");
+    EXPECT_TRUE(c.PeerClosedWithin(5000));
+  }
+  const std::string metrics = server.MetricsText();
+  EXPECT_NE(metrics.find("schedext_requests_total{profile=\"default\",verb=\"filter\","
+                         "outcome=\"ok\"} 0\n"),
+            std::string::npos)
+      << metrics;
+
+  {
+    SCOPED_TRACE("5;ext=1");
+    RawConnection c;
+    ASSERT_TRUE(c.Connect(server.port())) << c.error();
+    HttpReply reply = SendAndRead(c, chunked_head + "5;ext=1\r\n" + filter3.substr(0, 5) + "\r\n" +
+                                         rest_size + " ; a = \"b;c\" ;d\r\n" + filter3.substr(5) +
+                                         "\r\n0;last\r\nX-Trailer: 1\r\n\r\n");
+    EXPECT_TRUE(Filter3Passed(reply)) << reply.status << " " << reply.body;
+    EXPECT_NE(reply.Header("Connection"), "close");
+    // The connection stays usable.
+    reply = SendAndRead(c, BuildRequest("GET", "/healthz", ""));
+    EXPECT_EQ(reply.status, 200);
+  }
 }
 
 TEST(HttpAbuseTest, TrickledBodyIsCutAtTheBodyDeadline) {

@@ -229,38 +229,162 @@ TEST(HttpFramingTest, ChunkedBodiesDecodeInAnyPieces) {
   EXPECT_EQ(body.substr(r.consumed), "NEXT");
 }
 
+// Every size line RFC 9112 §7.1.1 allows: extensions with token and quoted
+// values, BWS around ';' and '=', leading zeros, a last chunk of several zeros,
+// trailer fields.
+TEST(HttpFramingTest, ChunkSizeLinesOfTheGrammarAreAccepted) {
+  const std::vector<std::string> lines = {
+      "5",
+      "05",
+      "0000000000000000000005",  // leading zeros are not an overflow
+      "5;ext",
+      "5;ext=1",
+      "5;a=1;b=2;c",
+      "5 ;ext",
+      "5\t; ext = 1",
+      "5;ext=\"x y;z\"",
+      "5;ext=\"q\\\"uote\\\\\"",
+      "5;ext=\"\" ;next=tok",
+      "5;n=\"\xc3\xa9\"",  // obs-text in a quoted string
+      "5;!#$%&'*+-.^_`|~=!#$%&'*+-.^_`|~",
+  };
+  for (const std::string& line : lines) {
+    SCOPED_TRACE(line);
+    const std::string body = line + "\r\nhello\r\n000;last=1\r\nX-Trailer: a b\r\nY:\r\n\r\nNEXT";
+    for (size_t piece : {size_t{1}, size_t{3}, body.size()}) {
+      ChunkedDecoder d(1000, 100);
+      ChunkedDecoder::Result r;
+      EXPECT_EQ(Decode(d, body, r, piece), "hello") << piece;
+      EXPECT_EQ(r.state, ChunkedDecoder::State::kDone) << piece << " " << r.error;
+    }
+    ChunkedDecoder d(1000, 100);
+    wire::RequestBuffer out;
+    const ChunkedDecoder::Result r = d.Feed(body, out);
+    EXPECT_EQ(body.substr(r.consumed), "NEXT");
+  }
+}
+
 TEST(HttpFramingTest, BrokenChunkedBodiesAreRefused) {
   struct Case {
     std::string name;
     std::string body;
     int want;
+    std::string_view error;  // the exact refusal
   };
+  constexpr std::string_view kJunk =
+      "junk after the chunk size: only ';' and a chunk extension may follow it";
+  constexpr std::string_view kNotHex =
+      "malformed chunk size: only ';' and a chunk extension may follow the hex digits";
+  constexpr std::string_view kNoName = "malformed chunk extension: a name (token) must follow ';'";
+  constexpr std::string_view kNoValue =
+      "malformed chunk extension: '=' must be followed by a token or a quoted string";
+  const std::string rest = "\r\nhello\r\n0\r\n\r\n";
   const std::vector<Case> cases = {
-      {"no size", "\r\nabc\r\n0\r\n\r\n", 400},
-      {"bad size", "zz\r\nabc\r\n0\r\n\r\n", 400},
-      {"negative size", "-3\r\nabc\r\n0\r\n\r\n", 400},
-      {"data longer than size", "2\r\nabc\r\n0\r\n\r\n", 400},
-      {"bare LF after size", "3\nabc\r\n0\r\n\r\n", 400},
-      {"bare CR after size", "3\rabc\r\n0\r\n\r\n", 400},
-      {"size overflow", "10000000000000000\r\n", 400},
-      {"over the limit", "3e9\r\n", 413},
-      {"over the limit in sum", "200\r\n" + std::string(512, 'a') + "\r\n200\r\n", 413},
-      {"long extension", "3;" + std::string(200, 'e') + "\r\nabc\r\n", 400},
-      {"long trailer", "0\r\nX: " + std::string(200, 't') + "\r\n\r\n", 400},
+      {"no size", "\r\nabc\r\n0\r\n\r\n", 400, "chunk size missing"},
+      {"bad size", "zz\r\nabc\r\n0\r\n\r\n", 400,
+       "malformed chunk size: a chunk line must start with hex digits"},
+      {"negative size", "-3\r\nabc\r\n0\r\n\r\n", 400,
+       "malformed chunk size: a chunk line must start with hex digits"},
+      {"0x prefix", "0x5" + rest, 400, kNotHex},
+      {"size then junk after a space", "5 junk" + rest, 400, kJunk},
+      {"size then junk after a tab", "5\tjunk" + rest, 400, kJunk},
+      {"size then junk", "5junk" + rest, 400, kNotHex},
+      {"two sizes", "5 5" + rest, 400, kJunk},
+      {"size and a comma", "5,5" + rest, 400, kNotHex},
+      {"trailing space", "5 " + rest, 400, "whitespace at the end of a chunk line"},
+      {"space after a value", "5;a=1 " + rest, 400, "whitespace at the end of a chunk line"},
+      {"space after a name", "5;a " + rest, 400, "whitespace at the end of a chunk line"},
+      {"junk after a name", "5;a b" + rest, 400, "malformed chunk extension: junk after its name"},
+      {"junk after a value", "5;a=b c" + rest, 400,
+       "malformed chunk extension: junk after its value"},
+      {"junk after a quoted value", "5;a=\"b\"c" + rest, 400,
+       "malformed chunk extension: junk after its value"},
+      {"empty extension", "5;" + rest, 400, kNoName},
+      {"two semicolons", "5;;a" + rest, 400, kNoName},
+      {"name not a token", "5;a@b" + rest, 400, "malformed chunk extension: junk after its name"},
+      {"empty value", "5;a=" + rest, 400, kNoValue},
+      {"value not a token", "5;a=@" + rest, 400, kNoValue},
+      {"unterminated quote", "5;a=\"b" + rest, 400,
+       "unterminated quoted string in a chunk extension"},
+      {"control character in a quote", "5;a=\"\x01\"" + rest, 400,
+       "control character in a chunk extension value"},
+      {"NUL after the size", std::string("5\0", 2) + rest, 400, kNotHex},
+      {"data longer than size", "2\r\nabc\r\n0\r\n\r\n", 400, "chunk data longer than its size"},
+      {"bare LF after size", "3\nabc\r\n0\r\n\r\n", 400, "bare LF in a chunk line"},
+      {"bare LF in an extension", "3;a=1\nabc\r\n0\r\n\r\n", 400, "bare LF in a chunk line"},
+      {"bare LF after data", "3\r\nabc\n0\r\n\r\n", 400, "chunk data not followed by CRLF"},
+      {"bare LF ending the body", "3\r\nabc\r\n0\r\n\n", 400, "bare LF in a chunk line"},
+      {"bare CR after size", "3\rabc\r\n0\r\n\r\n", 400, "bare CR in a chunk line"},
+      // 2^64: one past what 64 bits hold. Leading zeros do not count.
+      {"size overflow", "10000000000000000\r\n", 400, "chunk size does not fit 64 bits"},
+      {"size overflow after zeros", "0010000000000000000\r\n", 400,
+       "chunk size does not fit 64 bits"},
+      {"largest 64-bit size", "ffffffffffffffff\r\n", 413,
+       "chunked request body too large (server.maxBodyBytes)"},
+      {"over the limit", "3e9\r\n", 413, "chunked request body too large (server.maxBodyBytes)"},
+      {"over the limit in sum", "200\r\n" + std::string(512, 'a') + "\r\n200\r\n", 413,
+       "chunked request body too large (server.maxBodyBytes)"},
+      {"long extension", "3;" + std::string(200, 'e') + "\r\nabc\r\n", 400,
+       "chunk size line too long"},
+      {"trailer without a colon", "0\r\nX-T\r\n\r\n", 400,
+       "field without a colon in the chunked trailer section"},
+      {"trailer obs-fold", "0\r\nX-T: 1\r\n 2\r\n\r\n", 400,
+       "obsolete line folding in the chunked trailer section"},
+      {"trailer space before the colon", "0\r\nX-T : 1\r\n\r\n", 400,
+       "whitespace before the colon in the chunked trailer section"},
+      {"trailer control character", "0\r\nX-T: \x01\r\n\r\n", 400,
+       "control character in the chunked trailer section"},
+      {"long trailer", "0\r\nX: " + std::string(200, 't') + "\r\n\r\n", 400,
+       "chunked trailer section too long"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     for (size_t piece : {size_t{1}, c.body.size()}) {
       ChunkedDecoder d(1000, 100);
       ChunkedDecoder::Result r;
-      Decode(d, c.body, r, piece);
+      const std::string data = Decode(d, c.body, r, piece);
       EXPECT_EQ(r.state, ChunkedDecoder::State::kError) << piece;
       EXPECT_EQ(r.status, c.want) << piece << " " << r.error;
+      EXPECT_EQ(r.error, c.error) << piece;
+      // A refused size line delivers none of its chunk's data.
+      if (c.body.find(rest) != std::string::npos) {
+        EXPECT_EQ(data, "") << piece;
+      }
       // It stays failed.
       wire::RequestBuffer more;
       EXPECT_EQ(d.Feed("0\r\n\r\n", more).state, ChunkedDecoder::State::kError);
     }
   }
+}
+
+// The extensions of one body are bounded in total, not only per line: many
+// tiny chunks cannot carry megabytes of extensions under the body limit.
+TEST(HttpFramingTest, ChunkExtensionsAreBoundedPerBody) {
+  const std::string ext(60, 'e');  // each line fits the 100-byte line bound
+  std::string body;
+  size_t ext_bytes = 0;
+  while (ext_bytes <= ChunkedDecoder::kMaxExtensionBytes) {
+    body += "1;" + ext + "\r\na\r\n";
+    ext_bytes += 1 + ext.size();
+  }
+  body += "0\r\n\r\n";
+  ChunkedDecoder d(1 << 20, 100);
+  wire::RequestBuffer out;
+  const ChunkedDecoder::Result r = d.Feed(body, out);
+  EXPECT_EQ(r.state, ChunkedDecoder::State::kError);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.error, "chunk extensions longer than 4096 bytes in one body");
+  EXPECT_LT(out.size(), ChunkedDecoder::kMaxExtensionBytes / ext.size() + 1);
+
+  // Just under the bound is accepted.
+  std::string fits;
+  for (size_t i = 0; i < ChunkedDecoder::kMaxExtensionBytes / (1 + ext.size()); ++i) {
+    fits += "1;" + ext + "\r\na\r\n";
+  }
+  fits += "0\r\n\r\n";
+  ChunkedDecoder ok(1 << 20, 100);
+  wire::RequestBuffer ok_out;
+  EXPECT_EQ(ok.Feed(fits, ok_out).state, ChunkedDecoder::State::kDone);
 }
 
 }  // namespace
