@@ -350,7 +350,7 @@ TEST_F(SchedulerTlsE2eTest, TheSchedulerIsRefusedWithoutTheRightCertificate) {
 
 // The handshake itself, probed with OpenSSL at TLS 1.2 and 1.3: the right
 // client certificate gets /healthz; none, or one from another CA, gets no
-// HTTP answer; plain HTTP gets no HTTP answer and a closed connection.
+// HTTP answer; plain HTTP gets a 400 saying so and a closed connection.
 TEST_F(SchedulerTlsE2eTest, HandshakeRefusesPlainHttpNoCertificateAndAForeignCa) {
   const int port = schedext().port();
   for (const int version : {TLS1_2_VERSION, TLS1_3_VERSION}) {
@@ -373,8 +373,10 @@ TEST_F(SchedulerTlsE2eTest, HandshakeRefusesPlainHttpNoCertificateAndAForeignCa)
     }
     Note("no certificate: " + none.error + " | another CA: " + foreign.error);
   }
+  // Plain HTTP gets a plain 400 that says so (as Go's net/http answers), then the close.
   const auto [reply, closed] = PlainHttpTo(port);
-  EXPECT_NE(reply.rfind("HTTP/", 0), 0u) << "plain HTTP was answered: " << reply;
+  EXPECT_EQ(reply.rfind("HTTP/1.1 400 ", 0), 0u) << reply;
+  EXPECT_NE(reply.find("plain HTTP request to the HTTPS port"), std::string::npos) << reply;
   EXPECT_TRUE(closed);
   // Probes without a certificate go to the status listener.
   EXPECT_EQ(HttpGet(schedext().status_port(), "/healthz").first, 200);

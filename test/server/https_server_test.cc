@@ -266,16 +266,43 @@ TEST_F(HttpsServerTest,
   EXPECT_EQ(Healthz(server.port(), As(&client_)), 200);
 }
 
-TEST_F(HttpsServerTest, PlainHttpOnTheTlsPortGetsNoHttpReply) {
+// Plain HTTP to the TLS port (a scheduler config without enableHTTPS, curl on
+// http://): a plain 400 that says so, then the connection closes, as Go's
+// net/http answers; nothing is routed. Bytes that are neither TLS nor HTTP
+// get the connection closed without a reply.
+TEST_F(HttpsServerTest, PlainHttpOnTheTlsPortGets400SayingSoAndIsClosed) {
   TlsTestServer server(tls_);
   ASSERT_TRUE(server.init().ok()) << server.init().ToString();
-  RawConnection raw;
-  ASSERT_TRUE(raw.Connect(server.port()));
-  ASSERT_TRUE(raw.Send(BuildRequest("GET", "/healthz", "")));
-  HttpReply reply;
-  EXPECT_FALSE(raw.ReadReply(reply));
-  EXPECT_EQ(reply.status, 0);
-  EXPECT_TRUE(raw.PeerClosedWithin(5000));
+  for (const std::string &request :
+       {BuildRequest("GET", "/healthz", ""),
+        // A body larger than the first read: the rest is read and dropped,
+        // so the client still reads the 400 before the close.
+        BuildRequest("POST", "/filter", filter3_)}) {
+    SCOPED_TRACE(request.substr(0, request.find('\r')));
+    RawConnection raw;
+    ASSERT_TRUE(raw.Connect(server.port()));
+    ASSERT_TRUE(raw.Send(request)) << raw.error();
+    HttpReply reply;
+    ASSERT_TRUE(raw.ReadReply(reply)) << raw.error();
+    EXPECT_EQ(reply.status, 400);
+    EXPECT_EQ(reply.Header("Connection"), "close");
+    const json body = json::parse(reply.body, nullptr, false);
+    ASSERT_TRUE(body.is_object()) << reply.body;
+    EXPECT_EQ(body.value("Error", ""),
+              "client sent a plain HTTP request to the HTTPS port");
+    EXPECT_TRUE(raw.PeerClosedWithin(5000));
+  }
+  {
+    RawConnection raw;
+    ASSERT_TRUE(raw.Connect(server.port()));
+    ASSERT_TRUE(raw.Send(std::string("\x00\x01\x02\x03", 4)));
+    EXPECT_TRUE(raw.PeerClosedWithin(5000));
+    std::string rest;
+    raw.ReadToEnd(rest);
+    EXPECT_EQ(rest, "");
+  }
+  // TLS clients are served as before.
+  EXPECT_EQ(Healthz(server.port(), As(&client_)), 200);
 }
 
 TEST_F(HttpsServerTest, TlsBelow12IsRefused) {
