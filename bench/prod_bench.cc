@@ -56,6 +56,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "gen/payload_gen.h"
@@ -89,6 +90,9 @@ struct Options {
   std::vector<std::string> trace_profiles = {"default", "gpushare"};
   double trace_window_s = 0.5;
   int create_threads = 4;
+  // Other schedext configurations measured against the main one on the same
+  // control plane (NAME=FILE), filter and prioritize of --trace-profiles.
+  std::vector<std::pair<std::string, std::string>> variants;
   bool smoke = false;
   uint64_t seed = 1;
 };
@@ -97,7 +101,8 @@ constexpr std::string_view kUsage =
     "usage: schedext-prod-bench --schedext BIN --config FILE --out DIR [--go-baseline BIN]\n"
     "  [--nodes N] [--pods-per-node K] [--rounds R] [--requests Q] [--go-requests Q]\n"
     "  [--churn-rate WRITES_PER_S] [--full N,N|none] [--profiles a,b] [--gpu-profiles a,b]\n"
-    "  [--trace-seconds S] [--trace-profiles a,b] [--create-threads T] [--seed S] [--smoke]\n";
+    "  [--trace-seconds S] [--trace-profiles a,b] [--create-threads T] [--seed S] [--smoke]\n"
+    "  [--variants NAME=CONFIG,...]\n";
 
 std::vector<std::string> SplitList(const std::string& s) {
   std::vector<std::string> out;
@@ -154,6 +159,12 @@ bool ParseOptions(int argc, char** argv, Options& o) {
       o.trace_profiles = SplitList(v);
     } else if (arg == "--create-threads") {
       o.create_threads = std::max(1, std::atoi(v.c_str()));
+    } else if (arg == "--variants") {
+      for (const std::string& item : SplitList(v)) {
+        const size_t eq = item.find('=');
+        if (eq == std::string::npos) return false;
+        o.variants.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+      }
     } else if (arg == "--seed") {
       o.seed = std::strtoull(v.c_str(), nullptr, 10);
     } else {
@@ -370,19 +381,21 @@ int StopChild(pid_t& pid, std::chrono::seconds grace) {
   return -1;
 }
 
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  int port = -1;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
+// Waits (bounded) for `pattern` + a port number in the log of `pid`, which
+// was told to listen on port 0: no port is chosen before the server binds it.
+int WaitListeningPort(pid_t pid, const std::string& log_path, std::string_view pattern,
+                      std::chrono::seconds bound) {
+  const auto deadline = Clock::now() + bound;
+  while (Clock::now() < deadline && Running(pid)) {
+    const std::string text = ReadWhole(log_path);
+    const size_t at = text.find(pattern);
+    if (at != std::string::npos) {
+      const int port = std::atoi(text.c_str() + at + pattern.size());
+      if (port > 0) return port;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  ::close(fd);
-  return port;
+  return -1;
 }
 
 // ---- A kube-scheduler-like HTTP/1.1 client --------------------------------------
@@ -716,11 +729,14 @@ std::string CreateAll(const ControlPlane& cp,
 }
 
 // Watch churn: node heartbeats (strategic merge of the Ready condition), pod
-// label changes, bound pods created and deleted, in turn, at `rate` writes/s,
-// until stopped. Every write is a MODIFIED/ADDED/DELETED event schedext's
+// label changes, bound pods created and deleted, in turn, at `rate` writes/s
+// over kWriters connections (one write's latency must not cap the rate),
+// until stopped. Every write is an ADDED/MODIFIED/DELETED event schedext's
 // informers receive.
 class Churn {
  public:
+  static constexpr int kWriters = 4;
+
   Churn(const ControlPlane& cp, const std::vector<std::string>& nodes, size_t pods, double rate)
       : cp_(cp), nodes_(nodes), pods_(pods), rate_(rate) {}
   ~Churn() { Stop(); }
@@ -728,11 +744,14 @@ class Churn {
   void Start() {
     if (rate_ <= 0) return;
     stop_ = false;
-    thread_ = std::thread([this] { Loop(); });
+    started_ = Clock::now();
+    for (int t = 0; t < kWriters; ++t) threads_.emplace_back([this, t] { Loop(t); });
   }
   void Stop() {
     stop_ = true;
-    if (thread_.joinable()) thread_.join();
+    for (auto& t : threads_) t.join();
+    if (!threads_.empty()) seconds_ += std::chrono::duration<double>(Clock::now() - started_).count();
+    threads_.clear();
   }
   size_t writes() const { return writes_; }
   size_t errors() const { return errors_; }
@@ -743,19 +762,27 @@ class Churn {
   }
 
  private:
-  void Loop() {
+  struct Writer {
+    uint64_t step = 0;
+    size_t created = 0;
+    std::deque<size_t> live;
+  };
+
+  void Loop(int t) {
     auto c = AdminClient(cp_);
+    Writer& w = writers_[t];
     const auto start = Clock::now();
-    const auto period = std::chrono::duration<double>(1.0 / rate_);
-    uint64_t k = step_;
-    for (uint64_t i = 0; !stop_; ++i, ++k) {
+    const auto period = std::chrono::duration<double>(kWriters / rate_);
+    for (uint64_t i = 0; !stop_; ++i) {
       const auto due = start + std::chrono::duration_cast<Clock::duration>(period * i);
       std::this_thread::sleep_until(due);
       if (stop_) break;
+      const uint64_t k = w.step++ * kWriters + static_cast<uint64_t>(t);
       httplib::Result res{nullptr, httplib::Error::Unknown};
       int ok_status = 200;
       const std::string& node = nodes_[(k * 7919) % nodes_.size()];
-      switch (k % 4) {
+      const std::string prefix = "churn-" + std::to_string(t) + "-";
+      switch (w.step % 4) {
         case 0:
           res = c->Patch("/api/v1/nodes/" + node + "/status",
                          "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\","
@@ -766,23 +793,22 @@ class Churn {
         case 1:
           if (pods_ == 0) continue;
           res = c->Patch("/api/v1/namespaces/default/pods/bench-" +
-                             std::to_string((k * 104729) % std::max<size_t>(pods_, 1)),
+                             std::to_string((k * 104729) % pods_),
                          "{\"metadata\":{\"labels\":{\"churn\":\"" + std::to_string(k) + "\"}}}",
                          "application/merge-patch+json");
           break;
-        case 2: {
-          const std::string name = "churn-" + std::to_string(created_);
-          res = c->Post("/api/v1/namespaces/default/pods", PodObject(name, node, created_),
+        case 2:
+          res = c->Post("/api/v1/namespaces/default/pods",
+                        PodObject(prefix + std::to_string(w.created), node, w.created),
                         "application/json");
           ok_status = 201;
-          if (res && res->status == 201) live_.push_back(created_++);
+          if (res && res->status == 201) w.live.push_back(w.created++);
           break;
-        }
         default:
-          if (live_.empty()) continue;
-          res = c->Delete("/api/v1/namespaces/default/pods/churn-" +
-                          std::to_string(live_.front()) + "?gracePeriodSeconds=0");
-          live_.pop_front();
+          if (w.live.empty()) continue;
+          res = c->Delete("/api/v1/namespaces/default/pods/" + prefix +
+                          std::to_string(w.live.front()) + "?gracePeriodSeconds=0");
+          w.live.pop_front();
           break;
       }
       ++writes_;
@@ -795,22 +821,19 @@ class Churn {
         }
       }
     }
-    step_ = k;
-    seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
   }
 
   const ControlPlane& cp_;
   const std::vector<std::string>& nodes_;
   const size_t pods_;
   const double rate_;
-  std::thread thread_;
+  std::vector<std::thread> threads_;
+  Writer writers_[kWriters];
+  Clock::time_point started_;
   std::atomic<bool> stop_{false};
   std::atomic<size_t> writes_{0};
   std::atomic<size_t> errors_{0};
   double seconds_ = 0;
-  uint64_t step_ = 0;
-  size_t created_ = 0;
-  std::deque<size_t> live_;
   mutable std::mutex mu_;
   std::string first_error_;
 };
@@ -838,13 +861,11 @@ std::string Join(const std::vector<double>& v, const std::string& sep = " / ") {
 
 // One table row per (profile, verb) of `condition`.
 std::string Table(const std::vector<Run>& runs, const std::string& condition, bool has_go) {
-  std::vector<std::pair<std::string, std::string>> keys;
-  std::map<std::string, size_t> nodes_of;
+  std::vector<std::tuple<std::string, std::string, size_t>> keys;
   for (const Run& r : runs) {
     if (r.condition != condition) continue;
-    const auto key = std::make_pair(r.profile, r.verb);
+    const auto key = std::make_tuple(r.profile, r.verb, r.nodes);
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
-    nodes_of[r.profile + "/" + r.verb] = r.nodes;
   }
   std::ostringstream o;
   o << "| profile | verb | nodes | schedext p50 per round (ms) | p50 median | p99 per round | "
@@ -852,10 +873,12 @@ std::string Table(const std::vector<Run>& runs, const std::string& condition, bo
        "outside CPU % per round |"
     << (has_go ? " Go p50 per round | Go/schedext p50 |" : "") << "\n";
   o << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|" << (has_go ? "---:|---:|" : "") << "\n";
-  for (const auto& [profile, verb] : keys) {
+  for (const auto& [profile, verb, nodes] : keys) {
     std::vector<double> p50, p99, cpu, flt, others, go50;
     for (const Run& r : runs) {
-      if (r.condition != condition || r.profile != profile || r.verb != verb) continue;
+      if (r.condition != condition || r.profile != profile || r.verb != verb || r.nodes != nodes) {
+        continue;
+      }
       if (r.server == "schedext") {
         p50.push_back(r.p50);
         p99.push_back(r.p99);
@@ -879,7 +902,7 @@ std::string Table(const std::vector<Run>& runs, const std::string& condition, bo
     for (size_t i = 0; i < others_rounded.size(); ++i) {
       others_s += (i ? " / " : "") + std::to_string(static_cast<int>(others_rounded[i]));
     }
-    o << "| " << profile << " | " << verb << " | " << nodes_of[profile + "/" + verb] << " | "
+    o << "| " << profile << " | " << verb << " | " << nodes << " | "
       << Join(p50) << " | " << Ms(Median(p50)) << " | " << Join(p99) << " | " << spread << " | "
       << Join(cpu) << " | " << Ms(Median(flt)) << " | " << others_s << " |";
     if (has_go) o << " " << Join(go50) << " | " << ratio << " |";
@@ -1001,14 +1024,16 @@ int main(int argc, char** argv) {
   }
 
   // schedext through its kubeconfig, and the Go floor.
-  const int port = FreePort();
-  pid_t sx = SpawnChild({o.schedext, "--config", o.config, "--listen",
-                         "127.0.0.1:" + std::to_string(port), "--kubeconfig",
-                         cp.schedext_kubeconfig()},
+  // --log-level info for the one line that names the port (requests are
+  // logged at debug only).
+  pid_t sx = SpawnChild({o.schedext, "--config", o.config, "--listen", "127.0.0.1:0",
+                         "--log-level", "info", "--kubeconfig", cp.schedext_kubeconfig()},
                         o.out + "/schedext.log");
   const auto t_sync = Clock::now();
+  const int port = WaitListeningPort(sx, o.out + "/schedext.log", "listening on 127.0.0.1:",
+                                     std::chrono::seconds(120));
   bool ready = false;
-  while (Clock::now() - t_sync < std::chrono::seconds(600) && Running(sx)) {
+  while (port > 0 && Clock::now() - t_sync < std::chrono::seconds(600) && Running(sx)) {
     if (Get(port, "/readyz") == 200) {
       ready = true;
       break;
@@ -1038,16 +1063,11 @@ int main(int argc, char** argv) {
       std::ofstream f(dir_file, std::ios::binary | std::ios::trunc);
       f << set.Body(o.nodes, schedext::bench::Mode::kFull, schedext::bench::Verb::kFilter);
     }
-    go_port = FreePort();
-    go = SpawnChild({o.go_baseline, "--listen", "127.0.0.1:" + std::to_string(go_port),
-                     "--directory", dir_file},
+    go = SpawnChild({o.go_baseline, "--listen", "127.0.0.1:0", "--directory", dir_file},
                     o.out + "/go-baseline.log");
-    const auto t0 = Clock::now();
-    while (Clock::now() - t0 < std::chrono::seconds(120) && Running(go) &&
-           Get(go_port, "/healthz") != 200) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    if (Get(go_port, "/healthz") != 200) {
+    go_port = WaitListeningPort(go, o.out + "/go-baseline.log", "listening on 127.0.0.1:",
+                                std::chrono::seconds(120));
+    if (go_port <= 0 || Get(go_port, "/healthz") != 200) {
       std::cerr << "schedext-prod-bench: go-baseline not up (" << o.out << "/go-baseline.log)\n";
       StopChild(go, std::chrono::seconds(5));
       StopChild(sx, std::chrono::seconds(10));
@@ -1098,6 +1118,7 @@ int main(int argc, char** argv) {
   log("sanity:\n" + sanity.str());
 
   std::vector<Run> runs;
+  std::vector<std::string> variant_names;
   auto record = [&](Run r, const std::string& condition, int round, const std::string& profile,
                     const std::string& verb, const std::string& server, size_t n) {
     r.condition = condition;
@@ -1209,6 +1230,54 @@ int main(int argc, char** argv) {
   }
   uptime("full mode end");
 
+  // Variants: other configurations of the same binary, on the same cache
+  // contents, alternating with the main one (order rotating per round).
+  if (!o.variants.empty()) {
+    struct Server {
+      std::string name;
+      int port;
+      pid_t pid;
+    };
+    std::vector<Server> servers = {{"main", port, sx}};
+    for (const auto& [name, file] : o.variants) {
+      const std::string vlog = o.out + "/schedext-" + name + ".log";
+      pid_t vpid = SpawnChild({o.schedext, "--config", file, "--listen", "127.0.0.1:0",
+                               "--log-level", "info", "--kubeconfig", cp.schedext_kubeconfig()},
+                              vlog);
+      const int vport =
+          WaitListeningPort(vpid, vlog, "listening on 127.0.0.1:", std::chrono::seconds(120));
+      const auto t0 = Clock::now();
+      while (vport > 0 && Clock::now() - t0 < std::chrono::seconds(600) && Running(vpid) &&
+             Get(vport, "/readyz") != 200) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      if (vport <= 0 || Get(vport, "/readyz") != 200) {
+        log("variant " + name + " not ready; skipped");
+        StopChild(vpid, std::chrono::seconds(10));
+        continue;
+      }
+      servers.push_back({name, vport, vpid});
+    }
+    uptime("variant rounds begin");
+    for (int round = 1; round <= o.rounds; ++round) {
+      for (const std::string& profile : o.trace_profiles) {
+        for (const std::string verb : {"filter", "prioritize"}) {
+          for (size_t k = 0; k < servers.size(); ++k) {
+            const Server& v = servers[(k + static_cast<size_t>(round)) % servers.size()];
+            record(Measure(v.port, v.pid,
+                           PostRequest(v.port, "/" + profile + "/" + verb, body_of(profile)), 3,
+                           o.requests, 30),
+                   "variant:" + v.name, round, profile, verb, "schedext", o.nodes);
+          }
+        }
+      }
+    }
+    uptime("variant rounds end");
+    for (size_t k = 1; k < servers.size(); ++k) StopChild(servers[k].pid, std::chrono::seconds(30));
+    variant_names.push_back("main");
+    for (size_t k = 1; k < servers.size(); ++k) variant_names.push_back(servers[k].name);
+  }
+
   // Part 3: time series of one profile's filter, idle and under churn.
   std::ostringstream traces;
   for (const std::string& profile : o.trace_profiles) {
@@ -1301,6 +1370,17 @@ int main(int argc, char** argv) {
   if (!o.full.empty()) {
     md << "#### Full mode (nodes in the body, profile " << o.profiles.front() << ")\n\n"
        << Table(runs, "full", !o.go_baseline.empty()) << "\n";
+  }
+  for (const std::string& name : variant_names) {
+    md << "#### Variant `" << name << "` (idle, "
+       << (name == "main" ? o.config : [&] {
+            for (const auto& [n, f] : o.variants) {
+              if (n == name) return f;
+            }
+            return std::string();
+          }())
+       << "), rounds alternating with the other variants\n\n"
+       << Table(runs, "variant:" + name, false) << "\n";
   }
   if (!traces.str().empty()) {
     md << "#### Time series (" << o.trace_seconds << " s of back-to-back filters per row, "

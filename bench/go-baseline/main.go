@@ -383,6 +383,12 @@ func main() {
 	mux.HandleFunc("/filter", s.filter)
 	mux.HandleFunc("/prioritize", s.prioritize)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) })
-	log.Printf("go-baseline: %d cached nodes, listening on %s", len(s.cache), *listen)
-	log.Fatal(http.ListenAndServe(*listen, mux))
+	// Port 0 lets the caller avoid choosing a free port: the line below names
+	// the one bound.
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Printf("go-baseline: %d cached nodes, listening on %s", len(s.cache), ln.Addr())
+	log.Fatal(http.Serve(ln, mux))
 }
