@@ -148,7 +148,8 @@ bool ParseOptions(int argc, char** argv, Options& o) {
       o.churn_rate = std::atof(v.c_str());
     } else if (arg == "--full") {
       o.full.clear();
-      for (const std::string& n : SplitList(v)) o.full.push_back(std::strtoull(n.c_str(), nullptr, 10));
+      for (const std::string& n : SplitList(v))
+        o.full.push_back(std::strtoull(n.c_str(), nullptr, 10));
     } else if (arg == "--profiles") {
       o.profiles = SplitList(v);
     } else if (arg == "--gpu-profiles") {
@@ -526,8 +527,8 @@ int Get(int port, const std::string& path) {
   Conn c(port);
   int status = 0;
   std::string body;
-  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" +
-                          std::to_string(port) + "\r\nConnection: close\r\n\r\n";
+  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                          "\r\nConnection: close\r\n\r\n";
   return c.Exchange(req, status, body) ? status : -1;
 }
 
@@ -623,11 +624,10 @@ std::string RunLine(const Run& r) {
                 "errors=%zu p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f max_ms=%.3f cpu_ms_per_req=%.3f "
                 "minflt_per_req=%.2f majflt=%.0f vcsw_per_req=%.2f ivcsw_per_req=%.2f "
                 "machine_busy_pct=%.1f steal_pct=%.1f others_pct=%.1f rss_mib=%.0f wall_s=%.2f",
-                r.condition.c_str(), r.round, r.profile.c_str(), r.verb.c_str(),
-                r.server.c_str(), r.nodes, r.requests, r.errors, r.p50, r.p90, r.p99, r.max,
-                r.cpu_ms_per_req, r.minflt_per_req, r.majflt, r.vcsw_per_req, r.ivcsw_per_req,
-                r.machine_busy_pct, r.steal_pct, r.others_pct,
-                static_cast<double>(r.rss_kb) / 1024.0, r.wall_s);
+                r.condition.c_str(), r.round, r.profile.c_str(), r.verb.c_str(), r.server.c_str(),
+                r.nodes, r.requests, r.errors, r.p50, r.p90, r.p99, r.max, r.cpu_ms_per_req,
+                r.minflt_per_req, r.majflt, r.vcsw_per_req, r.ivcsw_per_req, r.machine_busy_pct,
+                r.steal_pct, r.others_pct, static_cast<double>(r.rss_kb) / 1024.0, r.wall_s);
   return buf;
 }
 
@@ -646,7 +646,8 @@ std::unique_ptr<httplib::SSLClient> AdminClient(const ControlPlane& cp) {
   return c;
 }
 
-constexpr std::string_view kGpuResources = "\"aliyun.com/gpu-count\":\"4\",\"aliyun.com/gpu-mem\":\"64\",";
+constexpr std::string_view kGpuResources =
+    "\"aliyun.com/gpu-count\":\"4\",\"aliyun.com/gpu-mem\":\"64\",";
 
 // The generator's node as a creatable object: kind and apiVersion, no
 // server-owned metadata, every node with 4 shared GPUs of 16 GiB (capacity and
@@ -683,8 +684,7 @@ std::string PodObject(const std::string& name, const std::string& node, size_t i
        "\",\"terminationGracePeriodSeconds\":0,\"containers\":[{\"name\":\"app\",\"image\":"
        "\"123456789012.dkr.ecr.us-west-2.amazonaws.com/platform/bench:v1.4.2\","
        "\"resources\":{\"requests\":{\"cpu\":\"" +
-       std::to_string(250 + 50 * (index % 5)) +
-       "m\",\"memory\":\"512Mi\"},\"limits\":{" +
+       std::to_string(250 + 50 * (index % 5)) + "m\",\"memory\":\"512Mi\"},\"limits\":{" +
        (gpu ? std::string("\"aliyun.com/gpu-mem\":\"4\",") : std::string()) +
        "\"cpu\":\"1\",\"memory\":\"1Gi\"}}},{\"name\":\"istio-proxy\",\"image\":"
        "\"docker.io/istio/proxyv2:1.20.3\",\"resources\":{\"requests\":{\"cpu\":\"100m\","
@@ -750,7 +750,8 @@ class Churn {
   void Stop() {
     stop_ = true;
     for (auto& t : threads_) t.join();
-    if (!threads_.empty()) seconds_ += std::chrono::duration<double>(Clock::now() - started_).count();
+    if (!threads_.empty())
+      seconds_ += std::chrono::duration<double>(Clock::now() - started_).count();
     threads_.clear();
   }
   size_t writes() const { return writes_; }
@@ -792,10 +793,10 @@ class Churn {
           break;
         case 1:
           if (pods_ == 0) continue;
-          res = c->Patch("/api/v1/namespaces/default/pods/bench-" +
-                             std::to_string((k * 104729) % pods_),
-                         "{\"metadata\":{\"labels\":{\"churn\":\"" + std::to_string(k) + "\"}}}",
-                         "application/merge-patch+json");
+          res = c->Patch(
+              "/api/v1/namespaces/default/pods/bench-" + std::to_string((k * 104729) % pods_),
+              "{\"metadata\":{\"labels\":{\"churn\":\"" + std::to_string(k) + "\"}}}",
+              "application/merge-patch+json");
           break;
         case 2:
           res = c->Post("/api/v1/namespaces/default/pods",
@@ -894,17 +895,16 @@ std::string Table(const std::vector<Run>& runs, const std::string& condition, bo
     char spread[32];
     std::snprintf(spread, sizeof spread, "%.2f×", lo > 0 ? hi / lo : 0);
     char ratio[32];
-    std::snprintf(ratio, sizeof ratio, "%.1f×",
-                  Median(p50) > 0 ? Median(go50) / Median(p50) : 0);
+    std::snprintf(ratio, sizeof ratio, "%.1f×", Median(p50) > 0 ? Median(go50) / Median(p50) : 0);
     std::vector<double> others_rounded;
     for (double v : others) others_rounded.push_back(std::round(v));
     std::string others_s;
     for (size_t i = 0; i < others_rounded.size(); ++i) {
       others_s += (i ? " / " : "") + std::to_string(static_cast<int>(others_rounded[i]));
     }
-    o << "| " << profile << " | " << verb << " | " << nodes << " | "
-      << Join(p50) << " | " << Ms(Median(p50)) << " | " << Join(p99) << " | " << spread << " | "
-      << Join(cpu) << " | " << Ms(Median(flt)) << " | " << others_s << " |";
+    o << "| " << profile << " | " << verb << " | " << nodes << " | " << Join(p50) << " | "
+      << Ms(Median(p50)) << " | " << Join(p99) << " | " << spread << " | " << Join(cpu) << " | "
+      << Ms(Median(flt)) << " | " << others_s << " |";
     if (has_go) o << " " << Join(go50) << " | " << ratio << " |";
     o << "\n";
   }
@@ -915,8 +915,7 @@ std::string Table(const std::vector<Run>& runs, const std::string& condition, bo
 
 // Checks that a filter reply accounts for every node and a prioritize reply
 // scores every node; a description for the summary, `ok` false otherwise.
-std::string CheckReply(const std::string& verb, const std::string& reply, size_t nodes,
-                       bool& ok) {
+std::string CheckReply(const std::string& verb, const std::string& reply, size_t nodes, bool& ok) {
   const nlohmann::json j = nlohmann::json::parse(reply, nullptr, false);
   if (j.is_discarded()) {
     ok = false;
@@ -997,7 +996,8 @@ int main(int argc, char** argv) {
   const auto t_create = Clock::now();
   {
     std::vector<std::pair<std::string, std::string>> objects;
-    for (size_t i = 0; i < o.nodes; ++i) objects.emplace_back("/api/v1/nodes", NodeObject(set.node_json(i)));
+    for (size_t i = 0; i < o.nodes; ++i)
+      objects.emplace_back("/api/v1/nodes", NodeObject(set.node_json(i)));
     if (std::string e = CreateAll(cp, objects, o.create_threads); !e.empty()) {
       std::cerr << "schedext-prod-bench: creating nodes: " << e << "\n";
       return 1;
@@ -1026,12 +1026,12 @@ int main(int argc, char** argv) {
   // schedext through its kubeconfig, and the Go floor.
   // --log-level info for the one line that names the port (requests are
   // logged at debug only).
-  pid_t sx = SpawnChild({o.schedext, "--config", o.config, "--listen", "127.0.0.1:0",
-                         "--log-level", "info", "--kubeconfig", cp.schedext_kubeconfig()},
+  pid_t sx = SpawnChild({o.schedext, "--config", o.config, "--listen", "127.0.0.1:0", "--log-level",
+                         "info", "--kubeconfig", cp.schedext_kubeconfig()},
                         o.out + "/schedext.log");
   const auto t_sync = Clock::now();
-  const int port = WaitListeningPort(sx, o.out + "/schedext.log", "listening on 127.0.0.1:",
-                                     std::chrono::seconds(120));
+  const int port = WaitListeningPort(sx, o.out + "/schedext.log",
+                                     "listening on 127.0.0.1:", std::chrono::seconds(120));
   bool ready = false;
   while (port > 0 && Clock::now() - t_sync < std::chrono::seconds(600) && Running(sx)) {
     if (Get(port, "/readyz") == 200) {
@@ -1048,9 +1048,8 @@ int main(int argc, char** argv) {
   {
     const std::string l = "schedext ready (/readyz 200, informers synced) " +
                           Ms(std::chrono::duration<double>(Clock::now() - t_sync).count()) +
-                          " s after start, RSS " +
-                          std::to_string(SampleProcess(sx).rss_kb / 1024) + " MiB, pid " +
-                          std::to_string(sx);
+                          " s after start, RSS " + std::to_string(SampleProcess(sx).rss_kb / 1024) +
+                          " MiB, pid " + std::to_string(sx);
     log(l);
     notes << "* " << l << "\n";
     std::ofstream(o.out + "/schedext.pid") << sx << "\n";
@@ -1065,8 +1064,8 @@ int main(int argc, char** argv) {
     }
     go = SpawnChild({o.go_baseline, "--listen", "127.0.0.1:0", "--directory", dir_file},
                     o.out + "/go-baseline.log");
-    go_port = WaitListeningPort(go, o.out + "/go-baseline.log", "listening on 127.0.0.1:",
-                                std::chrono::seconds(120));
+    go_port = WaitListeningPort(go, o.out + "/go-baseline.log",
+                                "listening on 127.0.0.1:", std::chrono::seconds(120));
     if (go_port <= 0 || Get(go_port, "/healthz") != 200) {
       std::cerr << "schedext-prod-bench: go-baseline not up (" << o.out << "/go-baseline.log)\n";
       StopChild(go, std::chrono::seconds(5));
@@ -1084,16 +1083,16 @@ int main(int argc, char** argv) {
     const std::string limits = "\"limits\":{\"cpu\":\"2\",\"memory\":\"4Gi\"}";
     const size_t at = gpu_body.find(limits);
     if (at != std::string::npos) {
-      gpu_body.replace(at, limits.size(),
-                       "\"limits\":{\"aliyun.com/gpu-mem\":\"4\",\"cpu\":\"2\",\"memory\":\"4Gi\"}");
+      gpu_body.replace(
+          at, limits.size(),
+          "\"limits\":{\"aliyun.com/gpu-mem\":\"4\",\"cpu\":\"2\",\"memory\":\"4Gi\"}");
     } else {
       std::cerr << "schedext-prod-bench: the generator's pod changed shape; no GPU request\n";
       return 1;
     }
   }
   auto body_of = [&](const std::string& profile) -> const std::string& {
-    return std::find(o.gpu_profiles.begin(), o.gpu_profiles.end(), profile) !=
-                   o.gpu_profiles.end()
+    return std::find(o.gpu_profiles.begin(), o.gpu_profiles.end(), profile) != o.gpu_profiles.end()
                ? gpu_body
                : names_body;
   };
@@ -1106,8 +1105,8 @@ int main(int argc, char** argv) {
       Conn c(port);
       int status = 0;
       std::string reply;
-      const bool sent =
-          c.Exchange(PostRequest(port, "/" + profile + "/" + verb, body_of(profile)), status, reply);
+      const bool sent = c.Exchange(PostRequest(port, "/" + profile + "/" + verb, body_of(profile)),
+                                   status, reply);
       bool ok = sent && status == 200;
       const std::string what = sent ? CheckReply(verb, reply, o.nodes, ok) : "no reply";
       sanity << "* `/" << profile << "/" << verb << "`: " << (ok ? "" : "**FAILED** ") << what
@@ -1156,9 +1155,9 @@ int main(int argc, char** argv) {
           };
           auto run_go = [&] {
             if (go < 0) return;
-            record(Measure(go_port, go, PostRequest(go_port, "/" + verb, body), 2, o.go_requests,
-                           30),
-                   condition, round, profile, verb, "go", o.nodes);
+            record(
+                Measure(go_port, go, PostRequest(go_port, "/" + verb, body), 2, o.go_requests, 30),
+                condition, round, profile, verb, "go", o.nodes);
           };
           if (round % 2 == 1) {
             run_schedext();
@@ -1295,7 +1294,8 @@ int main(int argc, char** argv) {
       std::string reply;
       for (int i = 0; i < 3; ++i) c.Exchange(req, status, reply);
       const auto start = Clock::now();
-      const auto end = start + std::chrono::microseconds(static_cast<int64_t>(o.trace_seconds * 1e6));
+      const auto end =
+          start + std::chrono::microseconds(static_cast<int64_t>(o.trace_seconds * 1e6));
       std::vector<double> window_p50s, window_cpus;
       while (Clock::now() < end) {
         const auto wend =
@@ -1324,8 +1324,9 @@ int main(int argc, char** argv) {
             std::chrono::duration<double>(Clock::now() - start).count(), lat.size(),
             Percentile(lat, 50), lat.empty() ? 0 : lat.back(), (p1.cpu_s - p0.cpu_s) * 1000 / n,
             static_cast<double>(p1.minflt - p0.minflt) / n,
-            static_cast<double>(p1.vcsw - p0.vcsw) / n, static_cast<double>(p1.ivcsw - p0.ivcsw) / n,
-            100 * (m1.busy_s - m0.busy_s) / total, 100 * (m1.steal_s - m0.steal_s) / total,
+            static_cast<double>(p1.vcsw - p0.vcsw) / n,
+            static_cast<double>(p1.ivcsw - p0.ivcsw) / n, 100 * (m1.busy_s - m0.busy_s) / total,
+            100 * (m1.steal_s - m0.steal_s) / total,
             std::max(0.0, 100 * ((m1.busy_s - m0.busy_s) - (family1 - family0)) / total),
             static_cast<double>(p1.rss_kb) / 1024.0);
         tf << line << "\n";
@@ -1361,8 +1362,8 @@ int main(int argc, char** argv) {
      << " Go requests per run on one keep-alive connection.\n\n"
      << notes.str() << "\n";
   md << "Replies checked before measuring:\n\n" << sanity.str() << "\n";
-  md << "#### Names mode, idle\n\n" << Table(runs, "idle", go > 0 || !o.go_baseline.empty())
-     << "\n";
+  md << "#### Names mode, idle\n\n"
+     << Table(runs, "idle", go > 0 || !o.go_baseline.empty()) << "\n";
   if (o.churn_rate > 0) {
     md << "#### Names mode, under watch churn (" << churn_note.str() << ")\n\n"
        << Table(runs, "churn", !o.go_baseline.empty()) << "\n";
