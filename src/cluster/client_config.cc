@@ -4,50 +4,16 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <utility>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
 
+#include "common/file.h"
+#include "common/text.h"
+
 namespace schedext::cluster {
 namespace {
-
-std::string Quote(std::string_view s) {
-  std::string out = "\"";
-  out.append(s);
-  out.push_back('"');
-  return out;
-}
-
-// The whole file, or the reason it cannot be read.
-StatusOr<std::string> ReadFile(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return FailedPreconditionError("read " + Quote(path) + ": is a directory");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return NotFoundError("read " + Quote(path) + ": cannot open the file");
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) {
-    return FailedPreconditionError("read " + Quote(path) + ": read error");
-  }
-  return ss.str();
-}
-
-std::string TrimSpace(std::string s) {
-  const char* ws = " \t\r\n\v\f";
-  const size_t begin = s.find_first_not_of(ws);
-  if (begin == std::string::npos) {
-    return std::string();
-  }
-  const size_t end = s.find_last_not_of(ws);
-  return s.substr(begin, end - begin + 1);
-}
 
 bool LooksLikePem(std::string_view text, std::string_view kind) {
   return text.find("-----BEGIN " + std::string(kind)) != std::string_view::npos;
@@ -281,7 +247,7 @@ StatusOr<ClientConfig> InClusterConfig(const ConfigEnvironment& env) {
     return FailedPreconditionError("in-cluster config: service account token: " +
                                    token.status().message());
   }
-  config.token = TrimSpace(std::move(token).value());
+  config.token = std::string(TrimSpace(*token));
   if (config.token.empty()) {
     return FailedPreconditionError("in-cluster config: service account token " +
                                    Quote(config.token_file) + " is empty");
@@ -432,7 +398,7 @@ StatusOr<ClientConfig> LoadKubeconfig(std::string_view path_view, std::string_vi
       if (!token.ok()) {
         return r.Error(user_at + ".tokenFile: " + token.status().message());
       }
-      config.token = TrimSpace(std::move(token).value());
+      config.token = std::string(TrimSpace(*token));
       if (config.token.empty()) {
         return r.Error(user_at + ".tokenFile: " + Quote(config.token_file) + " is empty");
       }

@@ -1,35 +1,31 @@
-// The HTTP KubeClient. The only file of the cluster layer that includes
-// httplib.h; OpenSSL is used directly for the trust store, the client
-// certificate and host verification.
+// The HTTP KubeClient: connection pool, stale-connection retry, watches.
+// The only file of the cluster layer that includes httplib.h; the trust store,
+// client certificate and host verification are OpenSSL's (client_tls.h).
 #include "schedext/cluster/http_kube_client.h"
 
-#include <arpa/inet.h>
-#include <openssl/bio.h>
-#include <openssl/err.h>
-#include <openssl/pem.h>
 #include <openssl/ssl.h>
-#include <openssl/x509.h>
-#include <openssl/x509_vfy.h>
-#include <openssl/x509v3.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
 #include <exception>
-#include <filesystem>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
+
+#include "cluster/api_endpoint.h"
+#include "cluster/client_tls.h"
+#include "cluster/token_bucket.h"
+#include "cluster/token_source.h"
+#include "common/file.h"
+#include "common/text.h"
 
 namespace schedext::cluster {
 namespace {
@@ -60,294 +56,6 @@ std::string FormatDuration(std::chrono::milliseconds d) {
   }
   return std::to_string(ms) + "ms";
 }
-
-StatusOr<std::string> ReadWholeFile(const std::string& path, std::string_view what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return InvalidArgumentError(std::string(what) + ": cannot read \"" + path + "\"");
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string TrimSpace(std::string_view s) {
-  const char* ws = " \t\r\n\v\f";
-  const size_t begin = s.find_first_not_of(ws);
-  if (begin == std::string_view::npos) {
-    return std::string();
-  }
-  return std::string(s.substr(begin, s.find_last_not_of(ws) - begin + 1));
-}
-
-// --- OpenSSL material -------------------------------------------------------
-
-struct X509Free {
-  void operator()(X509* p) const { X509_free(p); }
-};
-struct PkeyFree {
-  void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
-};
-struct StoreFree {
-  void operator()(X509_STORE* p) const { X509_STORE_free(p); }
-};
-using X509Ptr = std::unique_ptr<X509, X509Free>;
-using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyFree>;
-using StorePtr = std::unique_ptr<X509_STORE, StoreFree>;
-
-std::vector<X509Ptr> ParseCerts(const std::string& pem) {
-  std::vector<X509Ptr> out;
-  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
-  if (bio == nullptr) {
-    return out;
-  }
-  while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
-    out.emplace_back(cert);
-  }
-  BIO_free(bio);
-  ERR_clear_error();  // the loop ends on a "no start line" error
-  return out;
-}
-
-PkeyPtr ParseKey(const std::string& pem) {
-  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
-  if (bio == nullptr) {
-    return nullptr;
-  }
-  PkeyPtr key(PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr));
-  BIO_free(bio);
-  ERR_clear_error();
-  return key;
-}
-
-// The reason the last TLS handshake on this thread failed verification. The
-// handshake runs on the calling thread (inside the library's send), so a
-// thread_local carries the reason from the callback to the error message.
-thread_local std::string t_verify_error;
-
-int VerifyCallback(int preverify_ok, X509_STORE_CTX* ctx) {
-  if (preverify_ok != 1) {
-    const int err = X509_STORE_CTX_get_error(ctx);
-    t_verify_error = X509_verify_cert_error_string(err);
-  }
-  return preverify_ok;
-}
-
-// Immutable after NewHttpKubeClient; shared by every connection.
-struct TlsMaterial {
-  StorePtr store;  // null: the system default paths
-  X509Ptr client_cert;
-  std::vector<X509Ptr> client_chain;
-  PkeyPtr client_key;
-};
-
-struct Endpoint {
-  bool tls = true;
-  std::string host;  // without brackets
-  int port = 443;
-  bool host_is_ip = false;
-  std::string url;  // scheme://authority, for messages
-};
-
-StatusOr<Endpoint> ParseServer(const std::string& server) {
-  Endpoint e;
-  std::string_view rest = server;
-  if (rest.rfind("https://", 0) == 0) {
-    rest.remove_prefix(8);
-  } else if (rest.rfind("http://", 0) == 0) {
-    e.tls = false;
-    e.port = 80;
-    rest.remove_prefix(7);
-  } else {
-    return InvalidArgumentError("server \"" + server + "\": expected https://host[:port]");
-  }
-  const size_t slash = rest.find('/');
-  if (slash != std::string_view::npos) {
-    if (rest.substr(slash) != "/") {
-      return InvalidArgumentError("server \"" + server +
-                                  "\": a path after host:port is not supported");
-    }
-    rest = rest.substr(0, slash);
-  }
-  std::string_view port_text;
-  if (!rest.empty() && rest.front() == '[') {
-    const size_t close = rest.find(']');
-    if (close == std::string_view::npos) {
-      return InvalidArgumentError("server \"" + server + "\": unterminated IPv6 literal");
-    }
-    e.host = std::string(rest.substr(1, close - 1));
-    std::string_view after = rest.substr(close + 1);
-    if (!after.empty()) {
-      if (after.front() != ':') {
-        return InvalidArgumentError("server \"" + server + "\": bad port");
-      }
-      port_text = after.substr(1);
-    }
-  } else {
-    const size_t colon = rest.rfind(':');
-    if (colon != std::string_view::npos) {
-      if (rest.find(':') != colon) {
-        return InvalidArgumentError("server \"" + server +
-                                    "\": an IPv6 address must be in brackets");
-      }
-      e.host = std::string(rest.substr(0, colon));
-      port_text = rest.substr(colon + 1);
-    } else {
-      e.host = std::string(rest);
-    }
-  }
-  if (e.host.empty()) {
-    return InvalidArgumentError("server \"" + server + "\": no host");
-  }
-  if (!port_text.empty()) {
-    int port = 0;
-    auto [ptr, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-    if (ec != std::errc() || ptr != port_text.data() + port_text.size() || port <= 0 ||
-        port > 65535) {
-      return InvalidArgumentError("server \"" + server + "\": bad port");
-    }
-    e.port = port;
-  }
-  unsigned char buf[sizeof(in6_addr)];
-  e.host_is_ip = inet_pton(AF_INET, e.host.c_str(), buf) == 1 ||
-                 inet_pton(AF_INET6, e.host.c_str(), buf) == 1;
-  e.url = std::string(e.tls ? "https://" : "http://") +
-          (e.host.find(':') != std::string::npos ? "[" + e.host + "]" : e.host) + ":" +
-          std::to_string(e.port);
-  return e;
-}
-
-// --- Token ------------------------------------------------------------------
-
-// The bearer token, from the config or a file that rotates.
-class TokenSource {
- public:
-  TokenSource(std::string token, std::string file, std::chrono::milliseconds interval)
-      : token_(std::move(token)), file_(std::move(file)), interval_(interval) {}
-
-  bool file_backed() const { return !file_.empty(); }
-
-  // The token to send now; re-reads the file if the interval has passed and
-  // its mtime or size changed.
-  std::string Get() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!file_.empty()) {
-      const Clock::time_point now = Clock::now();
-      if (!checked_ || now - last_check_ >= interval_) {
-        last_check_ = now;
-        checked_ = true;
-        std::error_code ec;
-        const auto mtime = std::filesystem::last_write_time(file_, ec);
-        const auto size = ec ? 0 : std::filesystem::file_size(file_, ec);
-        if (!ec && (!stat_known_ || mtime != mtime_ || size != size_)) {
-          if (ReloadLocked()) {
-            mtime_ = mtime;
-            size_ = size;
-            stat_known_ = true;
-          }
-        }
-      }
-    }
-    return token_;
-  }
-
-  // Re-reads the file now (after a 401). True when the token changed.
-  bool Reload() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (file_.empty()) {
-      return false;
-    }
-    const std::string before = token_;
-    std::error_code ec;
-    const auto mtime = std::filesystem::last_write_time(file_, ec);
-    const auto size = ec ? 0 : std::filesystem::file_size(file_, ec);
-    if (ReloadLocked() && !ec) {
-      mtime_ = mtime;
-      size_ = size;
-      stat_known_ = true;
-    }
-    last_check_ = Clock::now();
-    checked_ = true;
-    return token_ != before;
-  }
-
- private:
-  // Keeps the old token when the file is missing or empty for a moment (the
-  // kubelet swaps it atomically, but be lenient).
-  bool ReloadLocked() {
-    std::ifstream in(file_, std::ios::binary);
-    if (!in) {
-      return false;
-    }
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    std::string token = TrimSpace(ss.str());
-    if (token.empty()) {
-      return false;
-    }
-    token_ = std::move(token);
-    return true;
-  }
-
-  std::mutex mu_;
-  std::string token_;
-  const std::string file_;
-  const std::chrono::milliseconds interval_;
-  bool checked_ = false;
-  Clock::time_point last_check_;
-  bool stat_known_ = false;
-  std::filesystem::file_time_type mtime_;
-  std::uintmax_t size_ = 0;
-};
-
-// --- Rate limiter -----------------------------------------------------------
-
-// golang.org/x/time/rate's reservation model, as client-go's
-// NewTokenBucketRateLimiter uses it: `burst` tokens at start, `qps` refilled
-// per second, a caller takes one token, and when none is left it reserves the
-// next one (the count goes negative) and waits until its time.
-class TokenBucket {
- public:
-  TokenBucket(double qps, int burst)
-      : qps_(qps), burst_(burst), tokens_(static_cast<double>(burst)), last_(Clock::now()) {}
-
-  bool enabled() const { return qps_ > 0; }
-
-  // Waits for a token. Returns early (false) when `cancelled` becomes true
-  // and is notified through Wake().
-  bool Wait(const std::atomic<bool>* cancelled) {
-    if (!enabled()) {
-      return true;
-    }
-    std::unique_lock<std::mutex> lock(mu_);
-    const Clock::time_point now = Clock::now();
-    const double elapsed = std::chrono::duration<double>(now - last_).count();
-    tokens_ = std::min(static_cast<double>(burst_), tokens_ + elapsed * qps_);
-    last_ = now;
-    tokens_ -= 1.0;
-    if (tokens_ >= 0) {
-      return true;
-    }
-    const auto wait = std::chrono::duration_cast<Clock::duration>(
-        std::chrono::duration<double>(-tokens_ / qps_));
-    const Clock::time_point until = now + wait;
-    cv_.wait_until(lock, until, [&] { return cancelled != nullptr && cancelled->load(); });
-    return cancelled == nullptr || !cancelled->load();
-  }
-
-  void Wake() {
-    std::lock_guard<std::mutex> lock(mu_);
-    cv_.notify_all();
-  }
-
- private:
-  const double qps_;
-  const int burst_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  double tokens_;
-  Clock::time_point last_;
-};
 
 // --- Connections ------------------------------------------------------------
 
@@ -496,7 +204,7 @@ bool IsTimeout(httplib::Error error, Clock::duration elapsed, std::chrono::milli
 
 class HttpKubeClient final : public KubeClient {
  public:
-  HttpKubeClient(ClientConfig config, Endpoint endpoint, std::shared_ptr<const TlsMaterial> tls)
+  HttpKubeClient(ClientConfig config, ApiEndpoint endpoint, std::shared_ptr<const ClientTls> tls)
       : config_(std::move(config)),
         endpoint_(std::move(endpoint)),
         tls_(std::move(tls)),
@@ -557,8 +265,8 @@ class HttpKubeClient final : public KubeClient {
                         const std::string& target) const;
 
   const ClientConfig config_;
-  const Endpoint endpoint_;
-  const std::shared_ptr<const TlsMaterial> tls_;
+  const ApiEndpoint endpoint_;
+  const std::shared_ptr<const ClientTls> tls_;
   TokenSource token_;
   TokenBucket limiter_;
 
@@ -585,30 +293,9 @@ std::unique_ptr<Connection> HttpKubeClient::NewConnection(std::chrono::milliseco
     // (SSL_CTX_set_default_verify_paths in load_certs) and accepts a CN match
     // when no SAN matches.
     ssl->enable_server_certificate_verification(false);
-    if (!config_.insecure_skip_tls_verify) {
-      SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, VerifyCallback);
-      if (tls_->store) {
-        SSL_CTX_set1_cert_store(ctx, tls_->store.get());
-      } else {
-        SSL_CTX_set_default_verify_paths(ctx);
-      }
-      X509_VERIFY_PARAM* param = SSL_CTX_get0_param(ctx);
-      X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-      const int ok = endpoint_.host_is_ip
-                         ? X509_VERIFY_PARAM_set1_ip_asc(param, endpoint_.host.c_str())
-                         : X509_VERIFY_PARAM_set1_host(param, endpoint_.host.c_str(), 0);
-      if (ok != 1) {
-        return nullptr;
-      }
-    }
-    if (tls_->client_cert) {
-      if (SSL_CTX_use_certificate(ctx, tls_->client_cert.get()) != 1 ||
-          SSL_CTX_use_PrivateKey(ctx, tls_->client_key.get()) != 1) {
-        return nullptr;
-      }
-      for (const X509Ptr& extra : tls_->client_chain) {
-        SSL_CTX_add1_chain_cert(ctx, extra.get());
-      }
+    if (!ApplyClientTls(ctx, *tls_, !config_.insecure_skip_tls_verify, endpoint_.host,
+                        endpoint_.host_is_ip)) {
+      return nullptr;
     }
     client = std::move(ssl);
   } else {
@@ -676,8 +363,8 @@ Status HttpKubeClient::TransportError(httplib::Error error, Clock::duration elap
       break;
     case httplib::Error::SSLConnection:
       what = "TLS handshake failed";
-      if (!t_verify_error.empty()) {
-        what += ": server certificate verification failed: " + t_verify_error;
+      if (!LastVerifyError().empty()) {
+        what += ": server certificate verification failed: " + LastVerifyError();
       }
       break;
     case httplib::Error::SSLServerVerification:
@@ -721,7 +408,7 @@ StatusOr<HttpResult> HttpKubeClient::SendOnce(Connection& connection, const char
     response_body.append(data, length);
     return true;
   };
-  t_verify_error.clear();
+  ClearVerifyError();
   ConnectionProbe& probe = connection.probed->probe;
   const bool was_open = connection.probed->SocketOpen();
   const uint64_t connects = probe.connects;
@@ -836,7 +523,7 @@ Status HttpKubeClient::Watch(std::string_view path_and_query,
     bool stopped_by_callback = false;
     bool oversize = false;
     httplib::Headers headers = Headers(token_.Get());
-    t_verify_error.clear();
+    ClearVerifyError();
     const Clock::time_point start = Clock::now();
     httplib::Result result(nullptr, httplib::Error::Unknown);
     try {
@@ -938,7 +625,7 @@ void HttpKubeClient::CancelWatches() {
 }  // namespace
 
 StatusOr<std::unique_ptr<KubeClient>> NewHttpKubeClient(const ClientConfig& config) {
-  StatusOr<Endpoint> endpoint = ParseServer(config.server);
+  StatusOr<ApiEndpoint> endpoint = ParseApiServer(config.server);
   if (!endpoint.ok()) {
     return endpoint.status();
   }
@@ -948,86 +635,21 @@ StatusOr<std::unique_ptr<KubeClient>> NewHttpKubeClient(const ClientConfig& conf
   if (config.timeout.count() <= 0) {
     return InvalidArgumentError("timeout must be positive");
   }
-  auto tls = std::make_shared<TlsMaterial>();
+  std::shared_ptr<const ClientTls> tls = std::make_shared<const ClientTls>();
   if (endpoint->tls) {
-    std::string ca_pem = config.ca_pem;
-    if (ca_pem.empty() && !config.ca_file.empty()) {
-      StatusOr<std::string> file = ReadWholeFile(config.ca_file, "CA");
-      if (!file.ok()) {
-        return file.status();
-      }
-      ca_pem = std::move(file).value();
+    StatusOr<std::shared_ptr<const ClientTls>> loaded = LoadClientTls(config);
+    if (!loaded.ok()) {
+      return loaded.status();
     }
-    if (!ca_pem.empty() && config.insecure_skip_tls_verify) {
-      return InvalidArgumentError(
-          "specifying a root certificates file with insecure-skip-tls-verify is not allowed");
-    }
-    if (!ca_pem.empty()) {
-      std::vector<X509Ptr> cas = ParseCerts(ca_pem);
-      if (cas.empty()) {
-        return InvalidArgumentError("CA: no PEM certificate found" +
-                                    (config.ca_file.empty() || !config.ca_pem.empty()
-                                         ? std::string()
-                                         : " in \"" + config.ca_file + "\""));
-      }
-      tls->store.reset(X509_STORE_new());
-      for (const X509Ptr& ca : cas) {
-        // OpenSSL fills a certificate's extension cache (key identifiers,
-        // ...) lazily on first use; the store is shared by every connection,
-        // so fill it now, before concurrent handshakes race on it
-        // (ThreadSanitizer: ASN1_STRING_set vs ASN1_STRING_cmp).
-        X509_check_purpose(ca.get(), -1, 0);
-        if (tls->store == nullptr || X509_STORE_add_cert(tls->store.get(), ca.get()) != 1) {
-          ERR_clear_error();
-          return InternalError("CA: cannot add a certificate to the trust store");
-        }
-      }
-    }
-    std::string cert_pem = config.client_cert_pem;
-    std::string key_pem = config.client_key_pem;
-    if (cert_pem.empty() && !config.client_cert_file.empty()) {
-      StatusOr<std::string> file = ReadWholeFile(config.client_cert_file, "client certificate");
-      if (!file.ok()) {
-        return file.status();
-      }
-      cert_pem = std::move(file).value();
-    }
-    if (key_pem.empty() && !config.client_key_file.empty()) {
-      StatusOr<std::string> file = ReadWholeFile(config.client_key_file, "client key");
-      if (!file.ok()) {
-        return file.status();
-      }
-      key_pem = std::move(file).value();
-    }
-    if (cert_pem.empty() != key_pem.empty()) {
-      return InvalidArgumentError("client certificate and key must be given together");
-    }
-    if (!cert_pem.empty()) {
-      std::vector<X509Ptr> certs = ParseCerts(cert_pem);
-      if (certs.empty()) {
-        return InvalidArgumentError("client certificate: no PEM certificate found");
-      }
-      tls->client_key = ParseKey(key_pem);
-      if (!tls->client_key) {
-        return InvalidArgumentError("client key: no PEM private key found");
-      }
-      if (X509_check_private_key(certs.front().get(), tls->client_key.get()) != 1) {
-        ERR_clear_error();
-        return InvalidArgumentError("client key does not match the client certificate");
-      }
-      tls->client_cert = std::move(certs.front());
-      for (size_t i = 1; i < certs.size(); ++i) {
-        tls->client_chain.push_back(std::move(certs[i]));
-      }
-    }
+    tls = std::move(loaded).value();
   }
   ClientConfig copy = config;
   if (!copy.token_file.empty() && copy.token.empty()) {
-    StatusOr<std::string> token = ReadWholeFile(copy.token_file, "token file");
+    StatusOr<std::string> token = ReadFile(copy.token_file, "token file");
     if (!token.ok()) {
       return token.status();
     }
-    copy.token = TrimSpace(*token);
+    copy.token = std::string(TrimSpace(*token));
   }
   return std::unique_ptr<KubeClient>(
       std::make_unique<HttpKubeClient>(std::move(copy), std::move(endpoint).value(), tls));

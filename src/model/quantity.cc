@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/text.h"
+
 namespace schedext::model {
 namespace {
 
@@ -29,32 +31,15 @@ constexpr int64_t kMaxDigits = 30;
 // a clamped exponent still yields "out of range" or "smallest non-zero".
 constexpr int64_t kMaxExponent = 1'000'000'000'000'000;
 
-// Quantities are ASCII; anything longer than this is cut in messages so a
-// hostile body cannot blow up logs.
-constexpr size_t kMaxQuotedBytes = 40;
-
-std::string Quote(std::string_view text) {
-  std::string out = "\"";
-  if (text.size() <= kMaxQuotedBytes) {
-    out.append(text);
-  } else {
-    size_t cut = kMaxQuotedBytes;
-    // Never split a UTF-8 sequence: the message may end up in a JSON reply.
-    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) {
-      --cut;
-    }
-    out.append(text.substr(0, cut)).append("...");
-  }
-  out.push_back('"');
-  return out;
-}
+// Quantities are ASCII; messages cut them (QuoteShort) so a hostile body
+// cannot blow up logs.
 
 Status InvalidQuantity(std::string_view text) {
-  return InvalidArgumentError("invalid quantity " + Quote(text));
+  return InvalidArgumentError("invalid quantity " + QuoteShort(text));
 }
 
 Status OutOfRange(std::string_view text) {
-  return InvalidArgumentError("quantity " + Quote(text) + " is out of range");
+  return InvalidArgumentError("quantity " + QuoteShort(text) + " is out of range");
 }
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "common/text.h"
 #include "schedext/model/quantity.h"
 
 namespace schedext::model {
@@ -40,21 +41,6 @@ auto* WellKnownField(List& list, std::string_view name) {
 
 // `"text"`, cut like Quantity::Parse's messages cut it (40 bytes, whole UTF-8
 // sequences) so both errors read alike.
-std::string Quote(std::string_view text) {
-  constexpr size_t kMaxQuotedBytes = 40;
-  std::string out = "\"";
-  if (text.size() <= kMaxQuotedBytes) {
-    out.append(text);
-  } else {
-    size_t cut = kMaxQuotedBytes;
-    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) {
-      --cut;
-    }
-    out.append(text.substr(0, cut)).append("...");
-  }
-  out.push_back('"');
-  return out;
-}
 
 template <typename Scalars>
 auto* FindScalar(Scalars& scalars, std::string_view name) {
@@ -73,7 +59,7 @@ StatusOr<int64_t> ParseResourceAmount(std::string_view name, std::string_view te
   StatusOr<int64_t> amount = name == kResourceCpu ? quantity->Milli() : quantity->Value();
   if (!amount.ok()) {
     // Quantity's own message cannot quote the input; this one can.
-    return InvalidArgumentError(std::string(name) + ": quantity " + Quote(text) +
+    return InvalidArgumentError(std::string(name) + ": quantity " + QuoteShort(text) +
                                 " is out of range");
   }
   return amount;

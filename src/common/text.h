@@ -1,0 +1,25 @@
+// Small string helpers for messages and config text, written once.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace schedext {
+
+// `text` in double quotes with `"`, `\` and control bytes escaped, so a value
+// from a request or a file cannot break the line or the message it lands in.
+std::string Quote(std::string_view text);
+
+// Quote() of at most `max_bytes` of `text`, cut on a UTF-8 boundary and
+// marked with "...": for values that may be megabytes long.
+std::string QuoteShort(std::string_view text, size_t max_bytes = 40);
+
+// `text` without leading and trailing ASCII whitespace (space, \t, \r, \n, \v, \f).
+std::string_view TrimSpace(std::string_view text);
+
+// "a, b, c": for "expected one of ..." messages.
+std::string JoinNames(std::span<const std::string_view> names);
+
+}  // namespace schedext
