@@ -168,6 +168,16 @@ void SchedextProcess::Stop() {
   status_port_ = 0;
 }
 
+void SchedextProcess::Kill() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  Reaped(pid_, std::chrono::seconds(10));
+  exit_code_ = 128 + SIGKILL;
+  pid_ = -1;
+  port_ = 0;
+  status_port_ = 0;
+}
+
 int SchedextProcess::status_port() {
   if (status_port_ == 0) {
     static const std::regex line(R"(status listener on (?:http://)?127\.0\.0\.1:([0-9]+))");

@@ -62,12 +62,18 @@ class SchedextProcess {
                std::chrono::seconds timeout = std::chrono::seconds(60));
   // SIGTERM, then SIGKILL after a bound; reaps. Idempotent.
   void Stop();
+  // SIGKILL at once (a crash: nothing is drained, no lease released); reaps.
+  // Idempotent.
+  void Kill();
   // How it ended (exit code, or 128 + signal; -1 while running or never
   // started): 0 after a clean SIGTERM drain, non-zero when it crashed, was
   // killed, or (under ASan) leaked.
   int exit_code() const { return exit_code_; }
 
   bool running();
+  // The process id while it runs (-1 before Start and once reaped), for a
+  // test that signals it from another thread; Stop/Kill still reap it.
+  pid_t pid() const { return pid_; }
   int port() const { return port_; }
   // The port of its status listener (server.statusListen), read from its
   // "status listener on" line; 0 when it has none.
