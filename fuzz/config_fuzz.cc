@@ -30,7 +30,7 @@ Status BuildProfiles(const config::Config& config) {
   SCHEDEXT_RETURN_IF_ERROR(policy::RegisterBuiltinPolicies(registry));
   for (size_t i = 0; i < config.profiles.size(); ++i) {
     StatusOr<std::shared_ptr<const pipeline::Profile>> profile = pipeline::Profile::Build(
-        config.profiles[i], registry, "profiles[" + std::to_string(i) + "]", &config.gpushare);
+        config.profiles[i], registry, "profiles[" + std::to_string(i) + "]");
     if (!profile.ok()) {
       return profile.status();
     }

@@ -31,18 +31,14 @@
 #include "schedext/cluster/pod_annotator.h"
 #include "schedext/config/config.h"
 #include "schedext/pipeline/profile.h"
+#include "schedext/policy/policy_host.h"
 #include "schedext/policy/registry.h"
-#include "schedext/server/gpushare_inspect.h"
 #include "schedext/server/http_server.h"
 #include "schedext/server/metrics.h"
 #include "schedext/server/service.h"
 #include "schedext/wire/encoder.h"
 
 namespace {
-
-// The policy whose profiles need GPU accounting, the unhealthy-GPU ConfigMaps
-// and pod annotations at bind.
-constexpr std::string_view kGpuSharePolicy = "GpuShare";
 
 constexpr std::string_view kUsage =
     R"(schedext: a Kubernetes scheduler extender (filter, prioritize, preempt, bind).
@@ -179,13 +175,15 @@ struct Built {
   size_t default_profile = 0;
 };
 
-schedext::StatusOr<Built> BuildProfiles(const schedext::config::Config& config) {
+// `host` receives what the policies register (routes, metrics, watches, ...).
+schedext::StatusOr<Built> BuildProfiles(const schedext::config::Config& config,
+                                        schedext::policy::PolicyHost& host) {
   schedext::policy::Registry registry;
   SCHEDEXT_RETURN_IF_ERROR(schedext::policy::RegisterBuiltinPolicies(registry));
   Built built;
   for (size_t i = 0; i < config.profiles.size(); ++i) {
     auto profile = schedext::pipeline::Profile::Build(
-        config.profiles[i], registry, "profiles[" + std::to_string(i) + "]", &config.gpushare);
+        config.profiles[i], registry, "profiles[" + std::to_string(i) + "]", &host);
     if (!profile.ok()) {
       return profile.status();
     }
@@ -200,9 +198,15 @@ schedext::StatusOr<Built> BuildProfiles(const schedext::config::Config& config) 
 int CheckConfig(const std::string& path) {
   auto config = schedext::config::LoadConfigFile(path);
   if (config.ok()) {
-    auto built = BuildProfiles(*config);
+    schedext::policy::PolicyHost host;
+    auto built = BuildProfiles(*config, host);
     if (!built.ok()) {
       std::cerr << path << ": " << built.status().message() << "\n";
+      return 1;
+    }
+    if (config->cluster.mode == "disabled" && !host.cluster_requirements().empty()) {
+      std::cerr << path << ": cluster.mode: \"disabled\", but "
+                << host.cluster_requirements().front() << "\n";
       return 1;
     }
     std::cout << path << ": ok (" << config->profiles.size() << " profile(s))\n";
@@ -213,14 +217,16 @@ int CheckConfig(const std::string& path) {
 }
 
 
-// The Kubernetes API connection: client, cache, informers, binder and (with
-// GPU sharing) the ConfigMap informer and the pod annotator.
+// The Kubernetes API connection: client, cache, informers (nodes, pods and
+// the policies' extra watches), binder and pod annotator.
 struct ClusterConnection {
   std::unique_ptr<schedext::cluster::KubeClient> client;
   std::unique_ptr<schedext::cluster::ClusterCache> cache;
   std::unique_ptr<schedext::cluster::Informer> nodes;
   std::unique_ptr<schedext::cluster::Informer> pods;
-  std::unique_ptr<schedext::cluster::Informer> config_maps;  // null without GPU sharing
+  // One per PolicyHost::watches() entry, in that order.
+  std::vector<std::unique_ptr<schedext::cluster::Informer>> watches;
+  std::vector<std::string> watch_names;  // "configmaps in kube-system", for logs
   std::unique_ptr<schedext::cluster::KubeBinder> binder;
   std::unique_ptr<schedext::cluster::KubePodAnnotator> annotator;
   // With cluster.leaderElection: the elector and its own API client (its own
@@ -236,15 +242,24 @@ struct ClusterConnection {
     if (!cache->Synced()) {
       return false;
     }
-    return ready_during_relist ||
-           (!nodes->Relisting() && !pods->Relisting() &&
-            (config_maps == nullptr || !config_maps->Relisting()));
+    if (ready_during_relist) {
+      return true;
+    }
+    if (nodes->Relisting() || pods->Relisting()) {
+      return false;
+    }
+    for (const auto& watch : watches) {
+      if (watch->Relisting()) {
+        return false;
+      }
+    }
+    return true;
   }
   void Start() {
     nodes->Start();
     pods->Start();
-    if (config_maps) {
-      config_maps->Start();
+    for (const auto& watch : watches) {
+      watch->Start();
     }
   }
   // Campaigns only once the cache has synced, so a restarted replica never
@@ -264,28 +279,54 @@ struct ClusterConnection {
     }
     nodes->Stop();
     pods->Stop();
-    if (config_maps) {
-      config_maps->Stop();
+    for (const auto& watch : watches) {
+      watch->Stop();
     }
   }
 };
 
+// "configmaps in kube-system" (all namespaces: "configmaps").
+std::string WatchName(const schedext::policy::WatchSpec& spec) {
+  std::string name = "configmaps";
+  if (!spec.namespace_name.empty()) {
+    name += " in " + spec.namespace_name;
+  }
+  return name;
+}
+
+// "a%3Db": a selector as a query parameter value.
+std::string QueryEscape(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : text) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if ((u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') || c == '-' ||
+        c == '_' || c == '.' || c == '~') {
+      out.push_back(c);
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[u >> 4]);
+      out.push_back(kHex[u & 0xF]);
+    }
+  }
+  return out;
+}
+
 // Connects as cluster.mode says: nullptr (and OK) when there is nothing to
-// connect to in "auto" mode or when "disabled". `gpushare` (may be null)
-// turns on the GPU accounting, which cannot work without the cluster.
+// connect to in "auto" mode or when "disabled" — unless a policy requires the
+// cluster (PolicyHost::cluster_requirements). The policies' accountings and
+// watches go to the cache and its informers.
 schedext::StatusOr<std::unique_ptr<ClusterConnection>> ConnectCluster(
-    const schedext::config::ClusterConfig& c, const schedext::model::GpuShareConvention* gpushare) {
-  constexpr std::string_view kGpuShareNeedsCluster =
-      "the GpuShare policy needs the Kubernetes API (it counts GPU memory from the pods' "
-      "annotations and annotates the pods it binds)";
+    const schedext::config::ClusterConfig& c, const schedext::policy::PolicyHost& host) {
+  const std::string needs_cluster =
+      host.cluster_requirements().empty() ? std::string() : host.cluster_requirements().front();
   if (c.mode == "disabled" && c.leader_election.enabled) {
     return schedext::FailedPreconditionError(
         "cluster: mode disabled: cluster.leaderElection needs the Kubernetes API (its Lease)");
   }
   if (c.mode == "disabled") {
-    if (gpushare != nullptr) {
-      return schedext::FailedPreconditionError("cluster: mode disabled: " +
-                                               std::string(kGpuShareNeedsCluster));
+    if (!needs_cluster.empty()) {
+      return schedext::FailedPreconditionError("cluster: mode disabled: " + needs_cluster);
     }
     return std::unique_ptr<ClusterConnection>();
   }
@@ -297,11 +338,11 @@ schedext::StatusOr<std::unique_ptr<ClusterConnection>> ConnectCluster(
             "cluster: cluster.leaderElection needs the Kubernetes API; give --kubeconfig, "
             "$KUBECONFIG or run in-cluster");
       }
-      if (gpushare == nullptr) {
+      if (needs_cluster.empty()) {
         return std::unique_ptr<ClusterConnection>();
       }
       return client_config.status().WithContext(
-          "cluster: " + std::string(kGpuShareNeedsCluster) +
+          "cluster: " + needs_cluster +
           "; give --kubeconfig, $KUBECONFIG or run in-cluster");
     }
     return client_config.status().WithContext("cluster");
@@ -348,8 +389,9 @@ schedext::StatusOr<std::unique_ptr<ClusterConnection>> ConnectCluster(
   }
   schedext::cluster::CacheOptions cache_options;
   cache_options.assume_ttl = std::chrono::seconds(c.assume_ttl_seconds);
-  if (gpushare != nullptr) {
-    cache_options.gpushare = *gpushare;
+  cache_options.accountings = host.accountings();
+  for (const schedext::policy::PolicyHost::WatchEntry& watch : host.watches()) {
+    cache_options.watches.push_back(watch.handler);
   }
   connection->cache = std::make_unique<schedext::cluster::ClusterCache>(cache_options);
   schedext::cluster::InformerOptions nodes;
@@ -361,17 +403,27 @@ schedext::StatusOr<std::unique_ptr<ClusterConnection>> ConnectCluster(
                                                                     *connection->cache, nodes);
   connection->pods = std::make_unique<schedext::cluster::Informer>(*connection->client,
                                                                    *connection->cache, pods);
-  if (gpushare != nullptr) {
-    // Only the namespace of the unhealthy-GPU ConfigMaps: a cluster-wide
-    // ConfigMap watch would carry every application's configuration.
-    schedext::cluster::InformerOptions config_maps = nodes;
-    config_maps.kind = schedext::cluster::ResourceKind::kConfigMaps;
-    config_maps.path = "/api/v1/namespaces/" + gpushare->unhealthy_namespace + "/configmaps";
-    connection->config_maps = std::make_unique<schedext::cluster::Informer>(
-        *connection->client, *connection->cache, config_maps);
-    connection->annotator =
-        std::make_unique<schedext::cluster::KubePodAnnotator>(*connection->client);
+  for (size_t i = 0; i < host.watches().size(); ++i) {
+    const schedext::policy::WatchSpec& spec = host.watches()[i].spec;
+    schedext::cluster::InformerOptions watch = nodes;
+    watch.kind = schedext::cluster::ResourceKind::kConfigMaps;
+    watch.path = spec.namespace_name.empty()
+                     ? "/api/v1/configmaps"
+                     : "/api/v1/namespaces/" + spec.namespace_name + "/configmaps";
+    std::string query;
+    if (!spec.label_selector.empty()) {
+      query = "labelSelector=" + QueryEscape(spec.label_selector);
+    }
+    if (!spec.field_selector.empty()) {
+      query += (query.empty() ? "" : "&") + std::string("fieldSelector=") +
+               QueryEscape(spec.field_selector);
+    }
+    watch.extra_query = std::move(query);
+    connection->watches.push_back(std::make_unique<schedext::cluster::Informer>(
+        *connection->client, connection->cache->WatchFeed(i), watch));
+    connection->watch_names.push_back(WatchName(spec));
   }
+  connection->annotator = std::make_unique<schedext::cluster::KubePodAnnotator>(*connection->client);
   connection->binder = std::make_unique<schedext::cluster::KubeBinder>(*connection->client);
   return connection;
 }
@@ -456,10 +508,11 @@ class Supervisor {
       const auto nodes = cluster_->nodes->Stats();
       const auto pods = cluster_->pods->Stats();
       std::string config_maps;
-      if (cluster_->config_maps) {
-        const auto cm = cluster_->config_maps->Stats();
-        config_maps = fmt::format("; configmap watch: synced={} relisting={} events={} failures={}",
-                                  cm.synced, cm.relisting, cm.events, cm.failures);
+      for (size_t i = 0; i < cluster_->watches.size(); ++i) {
+        const auto cm = cluster_->watches[i]->Stats();
+        config_maps += fmt::format("; {} watch: synced={} relisting={} events={} failures={}",
+                                   cluster_->watch_names[i], cm.synced, cm.relisting, cm.events,
+                                   cm.failures);
       }
       spdlog::info(
           "cluster cache: {} nodes, {} pods, {} assumed; node watch: synced={} relisting={} "
@@ -540,7 +593,10 @@ int main(int argc, char** argv) {
     std::cerr << "schedext: " << s.message() << "\n";
     return 1;
   }
-  auto built = BuildProfiles(config);
+  // Declared before everything the policies' registrations reach (profiles,
+  // cache, service, server), so it outlives them all.
+  schedext::policy::PolicyHost host;
+  auto built = BuildProfiles(config, host);
   if (!built.ok()) {
     spdlog::critical("{}", built.status().message());
     return 1;
@@ -555,13 +611,24 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  const bool gpushare = config.UsesPolicy(kGpuSharePolicy);
-  auto cluster = ConnectCluster(config.cluster, gpushare ? &config.gpushare : nullptr);
+  auto cluster = ConnectCluster(config.cluster, host);
   if (!cluster.ok()) {
     spdlog::critical("{}", cluster.status().message());
     return 1;
   }
   std::unique_ptr<ClusterConnection> connection = std::move(cluster).value();
+  if (connection == nullptr && !host.cluster_requirements().empty()) {
+    spdlog::critical("cluster: no Kubernetes API connection (cluster.mode {}), but {}",
+                     config.cluster.mode, host.cluster_requirements().front());
+    return 1;
+  }
+  if (connection != nullptr) {
+    const schedext::cluster::ClusterCache* cache = connection->cache.get();
+    host.AttachCluster(
+        [cache]() -> std::shared_ptr<const schedext::policy::ClusterView> {
+          return cache->snapshot();
+        });
+  }
 
   std::vector<std::string> names;
   for (const auto& p : built->profiles) {
@@ -572,29 +639,29 @@ int main(int argc, char** argv) {
       built->profiles, built->default_profile,
       connection ? connection->cache.get() : nullptr,
       connection ? connection->binder.get() : nullptr, &metrics,
-      connection ? connection->annotator.get() : nullptr);
+      connection ? connection->annotator.get() : nullptr,
+      [&host](const schedext::model::PodInfo& pod, std::string_view node) {
+        host.NotifyPodBound(pod, node);
+      });
   schedext::server::HttpServerOptions options;
   options.server = config.server;
   options.version = SCHEDEXT_VERSION;
+  // /readyz: the cluster view synced and every policy's own condition.
+  options.ready = [&host] { return host.NotReady().empty(); };
   if (connection) {
     ClusterConnection* c = connection.get();
-    options.ready = [c] { return c->Ready(); };
+    options.ready = [c, &host] { return c->Ready() && host.NotReady().empty(); };
     metrics.SetCacheSynced([c] { return c->cache->Synced(); });
     if (const schedext::cluster::LeaderElector* e = c->elector.get()) {
       options.not_serving = [e] { return e->IsLeader() ? std::string() : e->FollowerReason(); };
       metrics.SetLeaderElection([e] { return e->IsLeader(); }, [e] { return e->transitions(); });
     }
   }
-  if (gpushare && connection) {
-    const schedext::cluster::ClusterCache* cache = connection->cache.get();
-    const schedext::model::GpuShareConvention* convention = &config.gpushare;
-    options.get_routes.push_back(
-        {"/gpushare/inspect", [cache, convention](std::string_view node, std::string& body) {
-           return schedext::server::GpuShareInspect(*cache, *convention, node, body);
-         }});
-    metrics.SetExtra([cache, convention](std::string& out) {
-      schedext::server::AppendGpuShareMetrics(*cache, *convention, out);
-    });
+  if (host.has_metrics()) {
+    metrics.SetExtra([&host](std::string& out) { host.WriteMetrics(out); });
+  }
+  for (const schedext::policy::PolicyHost::Route& route : host.routes()) {
+    options.get_routes.push_back({route.path, route.handler});
   }
   schedext::server::HttpServer server(service, &metrics, options);
   if (schedext::Status s = server.Bind(); !s.ok()) {
@@ -615,12 +682,12 @@ int main(int argc, char** argv) {
                  config.server.status_host, server.status_port());
   }
   if (connection) {
-    spdlog::info("cluster: {}; watching nodes and pods{} (not ready until {} synced)",
-                 connection->source,
-                 connection->config_maps
-                     ? " and the ConfigMaps of " + config.gpushare.unhealthy_namespace
-                     : std::string(),
-                 connection->config_maps ? "all three have" : "both have");
+    std::string watched = "nodes, pods";
+    for (const std::string& name : connection->watch_names) {
+      watched += ", " + name;
+    }
+    spdlog::info("cluster: {}; watching {} (not ready until each has synced)", connection->source,
+                 watched);
     connection->Start();
   } else {
     spdlog::info("no cluster connection (cluster.mode {}): node-cache requests (NodeNames) and "
@@ -628,11 +695,22 @@ int main(int argc, char** argv) {
                  config.cluster.mode);
   }
 
+  // The policies' background work (pollers), once the cluster view runs; it
+  // stops before the connection does.
+  if (schedext::Status s = host.StartBackground(); !s.ok()) {
+    spdlog::critical("policy background work: {}", s.message());
+    if (connection) {
+      connection->Stop();
+    }
+    return 1;
+  }
+
   schedext::Status served;
   {
     Supervisor supervisor(server, config.server.shutdown_grace_seconds, connection.get());
     served = server.Serve();
   }
+  host.StopBackground();
   if (connection) {
     connection->Stop();
   }

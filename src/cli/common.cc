@@ -19,9 +19,10 @@ StatusOr<LoadedConfig> LoadProfiles(const std::string& path) {
   policy::Registry registry;
   SCHEDEXT_RETURN_IF_ERROR(policy::RegisterBuiltinPolicies(registry));
   LoadedConfig loaded;
+  loaded.host = std::make_unique<policy::PolicyHost>();
   for (size_t i = 0; i < config.profiles.size(); ++i) {
     auto profile = pipeline::Profile::Build(
-        config.profiles[i], registry, "profiles[" + std::to_string(i) + "]", &config.gpushare);
+        config.profiles[i], registry, "profiles[" + std::to_string(i) + "]", loaded.host.get());
     if (!profile.ok()) {
       return profile.status().WithContext(path);
     }
@@ -70,12 +71,15 @@ StatusOr<std::string> AsListPage(std::string_view text, std::string_view what) {
 
 StatusOr<std::unique_ptr<cluster::ClusterCache>> OfflineCache(std::string_view nodes_json,
                                                               std::string_view pods_json,
-                                                              const config::Config& config) {
+                                                              const config::Config& /*config*/,
+                                                              const policy::PolicyHost* host) {
   cluster::CacheOptions options;
   options.assume_ttl = std::chrono::milliseconds(0);
-  const bool gpushare = config.UsesPolicy("GpuShare");
-  if (gpushare) {
-    options.gpushare = config.gpushare;
+  if (host != nullptr) {
+    options.accountings = host->accountings();
+    for (const policy::PolicyHost::WatchEntry& watch : host->watches()) {
+      options.watches.push_back(watch.handler);
+    }
   }
   auto cache = std::make_unique<cluster::ClusterCache>(options);
   wire::ObjectDecoder decoder;
@@ -101,8 +105,9 @@ StatusOr<std::unique_ptr<cluster::ClusterCache>> OfflineCache(std::string_view n
   }
   cache->OnReplace(cluster::ResourceKind::kNodes, std::move(nodes));
   cache->OnReplace(cluster::ResourceKind::kPods, std::move(pods));
-  if (gpushare) {
-    cache->OnReplace(cluster::ResourceKind::kConfigMaps, {});
+  // The policies' extra watches have nothing offline: synced empty.
+  for (size_t i = 0; i < options.watches.size(); ++i) {
+    cache->WatchFeed(i).OnReplace(cluster::ResourceKind::kConfigMaps, {});
   }
   return cache;
 }

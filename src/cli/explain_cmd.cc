@@ -159,7 +159,7 @@ int ExplainCommand(const std::vector<std::string>& args, std::ostream& out, std:
       }
     }
   }
-  auto cache = OfflineCache(nodes, pods, loaded->config);
+  auto cache = OfflineCache(nodes, pods, loaded->config, loaded->host.get());
   if (!cache.ok()) {
     err << "schedext explain: " << cache.status().message() << "\n";
     return 1;

@@ -104,44 +104,17 @@ std::string PodName(const AssumeRequest& request) {
   return std::string(request.pod_namespace) + "/" + std::string(request.pod_name);
 }
 
-// "0,2" for the devices of `mask`, "none" for an empty one (log text).
-std::string DeviceList(uint64_t mask) {
-  std::string out;
-  for (int device = 0; device < model::kMaxGpuDevices; ++device) {
-    if (((mask >> device) & 1U) != 0) {
-      if (!out.empty()) {
-        out += ',';
-      }
-      out += std::to_string(device);
-    }
-  }
-  return out.empty() ? "none" : out;
-}
-
-// Drops the devices at the end of `gpu` that nothing counts on any more, so a
-// usage built by adds and removals equals one recounted from scratch.
-void TrimGpuDevices(model::GpuUsage& gpu) {
-  while (!gpu.used.empty() && gpu.used.back() == 0 && gpu.pods.back() == 0) {
-    gpu.used.pop_back();
-    gpu.pods.pop_back();
-  }
-}
-
 }  // namespace
 
 struct ClusterCache::Index {
-  explicit Index(const model::GpuShareConvention* convention) : gpushare(convention) {}
+  explicit Index(const CacheOptions& options)
+      : accountings(options.accountings), watches_synced(options.watches.size(), false) {}
 
   internal::NodeMap nodes;
   internal::PodMap pods;
   std::shared_ptr<internal::Interner> interner = std::make_shared<internal::Interner>();
-  // The cache's options_.gpushare (which outlives the index); null: GPU
-  // sharing is off and NodeUsage::gpu stays empty.
-  const model::GpuShareConvention* const gpushare;
-  // Node name → unhealthy device mask, from the ConfigMaps; only non-zero
-  // masks. Kept apart from the node entries so that a ConfigMap may arrive
-  // before its node and survive every rebuild of the entry.
-  std::unordered_map<std::string, uint64_t, internal::StringHash, std::equal_to<>> unhealthy;
+  // The cache's options_.accountings (which outlive the index), by slot.
+  const std::vector<std::shared_ptr<const policy::NodeAccounting>>& accountings;
 
   struct Assumption {
     std::string node;
@@ -158,7 +131,7 @@ struct ClusterCache::Index {
   size_t node_count = 0;  // entries with a node object
   bool nodes_synced = false;
   bool pods_synced = false;
-  bool config_maps_synced = false;  // set only with gpushare
+  std::vector<bool> watches_synced;  // per CacheOptions::watches entry
   uint64_t generation = 0;
   size_t copied = 0;  // trie slots copied by the update in progress
   size_t last_copied = 0;
@@ -176,46 +149,26 @@ struct ClusterCache::Index {
       RemoveZeroScalars(usage.requested);
       RemoveZeroScalars(usage.scoring_requested);
     }
-    if (gpushare != nullptr) {
-      AddGpuUsage(usage.gpu, pod, sign);
+    for (size_t slot = 0; slot < accountings.size(); ++slot) {
+      const policy::NodeAccounting& accounting = *accountings[slot];
+      if (accounting.Counts(pod)) {
+        usage.states.Set(slot, accounting.AddPod(pod.node_name, usage.states.GetShared(slot), pod,
+                                                 static_cast<int>(sign)));
+      }
     }
   }
 
-  void AddGpuUsage(model::GpuUsage& gpu, const model::PodInfo& pod, int64_t sign) const {
-    const int64_t memory = model::GpuMemoryRequest(pod, *gpushare);
-    if (memory <= 0) {
-      return;
-    }
-    const std::optional<int> device = model::GpuDeviceIndex(pod, *gpushare);
-    if (!device.has_value()) {
-      gpu.unassigned += sign * memory;
-      return;
-    }
-    const size_t index = static_cast<size_t>(*device);
-    if (gpu.used.size() <= index) {
-      gpu.used.resize(index + 1, 0);
-      gpu.pods.resize(index + 1, 0);
-    }
-    gpu.used[index] += sign * memory;
-    gpu.pods[index] += static_cast<int32_t>(sign);
-    if (sign < 0) {
-      TrimGpuDevices(gpu);
-    }
-  }
-
-  uint64_t UnhealthyMask(std::string_view node_name) const {
-    const auto it = unhealthy.find(node_name);
-    return it != unhealthy.end() ? it->second : 0;
-  }
-
-  // Every entry is built here, so each carries its node's current unhealthy
-  // mask whatever rebuilt it.
+  // Every entry is built here, so each carries what the policies' watched
+  // objects currently say about its node, whatever rebuilt it.
   std::shared_ptr<const NodeEntry> MakeNode(std::string_view name,
                                             std::shared_ptr<const model::OwnedNode> node,
                                             const model::NodeUsage& usage) const {
     auto entry = std::make_shared<NodeEntry>(name);
     entry->usage = usage;
-    entry->usage.gpu.unhealthy = UnhealthyMask(name);
+    for (size_t slot = 0; slot < accountings.size(); ++slot) {
+      entry->usage.states.Set(slot,
+                              accountings[slot]->Refresh(name, entry->usage.states.GetShared(slot)));
+    }
     if (node != nullptr) {
       entry->info = node->info();
       entry->info.usage = &entry->usage;
@@ -423,97 +376,26 @@ struct ClusterCache::Index {
     pods_synced = true;
   }
 
-  bool Synced() const {
-    return nodes_synced && pods_synced && (gpushare == nullptr || config_maps_synced);
+  bool WatchesSynced() const {
+    for (bool synced : watches_synced) {
+      if (!synced) {
+        return false;
+      }
+    }
+    return true;
   }
 
-  // ---- unhealthy-device ConfigMaps (only with gpushare) ----
+  bool Synced() const { return nodes_synced && pods_synced && WatchesSynced(); }
 
-  struct UnhealthyDevices {
-    std::string_view node;  // into the ConfigMap
-    uint64_t mask = 0;
-  };
-  // What `config_map` says, or nullopt when it is not an unhealthy ConfigMap.
-  std::optional<UnhealthyDevices> ReadUnhealthy(const model::OwnedConfigMap& config_map) const {
-    const std::optional<std::string_view> node =
-        model::UnhealthyConfigMapNode(config_map.namespace_name, config_map.name, *gpushare);
-    if (!node.has_value()) {
-      return std::nullopt;
-    }
-    int invalid = 0;
-    const uint64_t mask = model::ParseUnhealthyDevices(
-        config_map.Find(gpushare->unhealthy_key).value_or(std::string_view()), &invalid);
-    if (invalid > 0) {
-      spdlog::warn(
-          "cluster cache: ConfigMap {}/{}: {} entries of key {} are not device indexes in "
-          "[0, {}); ignored",
-          config_map.namespace_name, config_map.name, invalid, gpushare->unhealthy_key,
-          model::kMaxGpuDevices);
-    }
-    return UnhealthyDevices{*node, mask};
-  }
-
-  // Records `mask` for `node_name` and rebuilds its entry when it changed.
-  void SetUnhealthy(std::string_view node_name, uint64_t mask) {
-    const auto it = unhealthy.find(node_name);
-    const uint64_t old = it != unhealthy.end() ? it->second : 0;
-    if (old == mask) {
-      return;
-    }
-    spdlog::info("cluster cache: unhealthy GPU devices of node {}: {} (were {})", node_name,
-                 DeviceList(mask), DeviceList(old));
-    if (mask == 0) {
-      unhealthy.erase(it);
-    } else if (it == unhealthy.end()) {
-      unhealthy.emplace(std::string(node_name), mask);
-    } else {
-      it->second = mask;
-    }
+  // Rebuilds the entry of `node_name` (when there is one), so that its
+  // states are Refresh()ed.
+  void RefreshNode(std::string_view node_name) {
     if (const auto* current = nodes.Find(node_name)) {
       const std::shared_ptr<const NodeEntry> old_entry = *current;
       nodes = nodes.Set(MakeNode(node_name, old_entry->node, old_entry->usage), &copied);
     }
   }
 
-  void UpsertConfigMap(const model::OwnedConfigMap& config_map) {
-    if (const std::optional<UnhealthyDevices> read = ReadUnhealthy(config_map)) {
-      SetUnhealthy(read->node, read->mask);
-    }
-  }
-
-  void DeleteConfigMap(const model::OwnedConfigMap& config_map) {
-    const std::optional<std::string_view> node =
-        model::UnhealthyConfigMapNode(config_map.namespace_name, config_map.name, *gpushare);
-    if (node.has_value()) {
-      SetUnhealthy(*node, 0);
-    }
-  }
-
-  void ReplaceConfigMaps(const std::vector<InformerObject>& objects) {
-    std::unordered_map<std::string, uint64_t, internal::StringHash, std::equal_to<>> fresh;
-    for (const InformerObject& object : objects) {
-      if (object.config_map == nullptr) {
-        continue;
-      }
-      if (const std::optional<UnhealthyDevices> read = ReadUnhealthy(*object.config_map)) {
-        fresh.insert_or_assign(std::string(read->node), read->mask);
-      }
-    }
-    // Owned names: SetUnhealthy erases keys of `unhealthy` while this runs.
-    std::vector<std::pair<std::string, uint64_t>> changes;
-    for (const auto& [node, mask] : unhealthy) {
-      if (!fresh.contains(node)) {
-        changes.emplace_back(node, 0);  // its ConfigMap disappeared
-      }
-    }
-    for (auto& [node, mask] : fresh) {
-      changes.emplace_back(node, mask);
-    }
-    for (const auto& [node, mask] : changes) {
-      SetUnhealthy(node, mask);
-    }
-    config_maps_synced = true;
-  }
 };
 
 // ---- Snapshot ----
@@ -561,10 +443,75 @@ size_t Snapshot::pod_count() const { return state_->pods.size(); }
 
 // ---- ClusterCache ----
 
+// The InformerHandler of one extra watch: hands its lists and events to the
+// watch's policy handler under the cache's mutex.
+class ClusterCache::Feed final : public InformerHandler {
+ public:
+  Feed(ClusterCache& cache, size_t watch) : cache_(cache), watch_(watch) {}
+
+  void OnReplace(ResourceKind /*kind*/, std::vector<InformerObject> objects) override {
+    std::vector<const model::OwnedConfigMap*> config_maps;
+    config_maps.reserve(objects.size());
+    for (const InformerObject& object : objects) {
+      if (object.config_map != nullptr) {
+        config_maps.push_back(object.config_map.get());
+      }
+    }
+    cache_.ApplyWatch(
+        watch_,
+        [&](policy::WatchHandler& handler, policy::NodeRefresher& refresh) {
+          handler.OnReplace(config_maps, refresh);
+        },
+        /*replace=*/true);
+  }
+  void OnUpsert(ResourceKind /*kind*/, InformerObject object) override {
+    if (object.config_map == nullptr) {
+      return;
+    }
+    cache_.ApplyWatch(
+        watch_,
+        [&](policy::WatchHandler& handler, policy::NodeRefresher& refresh) {
+          handler.OnUpsert(*object.config_map, refresh);
+        },
+        /*replace=*/false);
+  }
+  void OnDelete(ResourceKind /*kind*/, InformerObject object) override {
+    if (object.config_map == nullptr) {
+      return;
+    }
+    cache_.ApplyWatch(
+        watch_,
+        [&](policy::WatchHandler& handler, policy::NodeRefresher& refresh) {
+          handler.OnDelete(*object.config_map, refresh);
+        },
+        /*replace=*/false);
+  }
+
+ private:
+  ClusterCache& cache_;
+  const size_t watch_;
+};
+
+namespace {
+
+// NodeRefresher over the index, for one call of a WatchHandler under mu_.
+template <typename Index>
+class IndexRefresher final : public policy::NodeRefresher {
+ public:
+  explicit IndexRefresher(Index& index) : index_(index) {}
+  void RefreshNode(std::string_view node) override { index_.RefreshNode(node); }
+
+ private:
+  Index& index_;
+};
+
+}  // namespace
+
 ClusterCache::ClusterCache(CacheOptions options)
-    : options_(std::move(options)),
-      index_(std::make_unique<Index>(options_.gpushare.has_value() ? &*options_.gpushare
-                                                                     : nullptr)) {
+    : options_(std::move(options)), index_(std::make_unique<Index>(options_)) {
+  for (size_t i = 0; i < options_.watches.size(); ++i) {
+    feeds_.push_back(std::make_unique<Feed>(*this, i));
+  }
   std::lock_guard<std::mutex> lock(mu_);
   auto snapshot = std::shared_ptr<Snapshot>(new Snapshot());
   snapshot->state_ =
@@ -608,7 +555,7 @@ CacheStats ClusterCache::Stats() const {
   stats.generation = index_->generation;
   stats.nodes_synced = index_->nodes_synced;
   stats.pods_synced = index_->pods_synced;
-  stats.config_maps_synced = index_->config_maps_synced;
+  stats.watches_synced = index_->WatchesSynced();
   stats.last_update_copied_slots = index_->last_copied;
   return stats;
 }
@@ -646,10 +593,7 @@ void ClusterCache::OnReplace(ResourceKind kind, std::vector<InformerObject> obje
       index_->ReplacePods(objects);
       break;
     case ResourceKind::kConfigMaps:
-      if (index_->gpushare != nullptr) {
-        index_->ReplaceConfigMaps(objects);
-      }
-      break;
+      break;  // only through WatchFeed
   }
   PublishLocked();
   spdlog::info("cluster cache: {} replaced: {} nodes, {} pods, {} reserved", ResourceKindName(kind),
@@ -672,10 +616,7 @@ void ClusterCache::OnUpsert(ResourceKind kind, InformerObject object) {
       }
       break;
     case ResourceKind::kConfigMaps:
-      if (index_->gpushare != nullptr && object.config_map != nullptr) {
-        index_->UpsertConfigMap(*object.config_map);
-      }
-      break;
+      break;  // only through WatchFeed
   }
   PublishLocked();
 }
@@ -696,10 +637,25 @@ void ClusterCache::OnDelete(ResourceKind kind, InformerObject object) {
       }
       break;
     case ResourceKind::kConfigMaps:
-      if (index_->gpushare != nullptr && object.config_map != nullptr) {
-        index_->DeleteConfigMap(*object.config_map);
-      }
-      break;
+      break;  // only through WatchFeed
+  }
+  PublishLocked();
+}
+
+InformerHandler& ClusterCache::WatchFeed(size_t watch) { return *feeds_.at(watch); }
+
+void ClusterCache::ApplyWatch(
+    size_t watch,
+    const std::function<void(policy::WatchHandler& handler, policy::NodeRefresher& refresh)>&
+        apply,
+    bool replace) {
+  DrainReleased();
+  std::lock_guard<std::mutex> lock(mu_);
+  BeginUpdateLocked();
+  IndexRefresher<Index> refresh(*index_);
+  apply(*options_.watches[watch], refresh);
+  if (replace) {
+    index_->watches_synced[watch] = true;
   }
   PublishLocked();
 }

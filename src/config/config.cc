@@ -53,9 +53,8 @@ profiles:
 )";
 
 // Profile names that would collide with schedext's own routes.
-// "gpushare" is not among them: /gpushare/inspect is a GET route whose second
-// segment is no verb, so a profile named gpushare (deploy/gpushare) can share
-// the prefix with it.
+// Policies' GET routes (PolicyHandle::AddGetRoute) are not among them: their
+// second segment is no verb, so a profile may share their first segment.
 constexpr std::array<std::string_view, 8> kReservedProfileNames = {
     "filter", "prioritize", "preempt", "bind", "healthz", "readyz", "version", "metrics"};
 
@@ -63,14 +62,8 @@ constexpr std::array<std::string_view, 7> kLogLevels = {"trace", "debug", "info"
                                                         "error", "critical", "off"};
 constexpr std::array<std::string_view, 2> kLogFormats = {"text", "json"};
 
-constexpr std::array<std::string_view, 6> kTopLevelFields = {
-    "server", "log", "cluster", "defaultProfile", "profiles", "gpushare"};
-constexpr std::array<std::string_view, 11> kGpuShareFields = {
-    "memoryResource",     "countResource",        "indexAnnotation",  "podMemoryAnnotation",
-    "deviceMemoryAnnotation", "assignedAnnotation", "assumeTimeAnnotation",
-    "unhealthyNamespace", "unhealthyPrefix",      "unhealthyKey",     "unit"};
-// The policy that needs the cluster (its usage per GPU, its ConfigMaps).
-constexpr std::string_view kGpuSharePolicy = "GpuShare";
+constexpr std::array<std::string_view, 5> kTopLevelFields = {"server", "log", "cluster",
+                                                              "defaultProfile", "profiles"};
 constexpr std::array<std::string_view, 10> kClusterFields = {
     "mode",           "kubeconfig", "context",          "qps",
     "burst",          "timeoutSeconds", "assumeTtlSeconds", "pageSize",
@@ -375,7 +368,6 @@ class Loader {
   Status ReadLog(const Field& f, LogConfig& log) const;
   Status ReadCluster(const Field& f, ClusterConfig& cluster) const;
   Status ReadLeaderElection(const Field& f, LeaderElectionConfig& election) const;
-  Status ReadGpuShare(const Field& f, model::GpuShareConvention& gpushare) const;
   Status ReadProfiles(const Field& f, std::vector<ProfileConfig>& profiles) const;
   Status ReadProfile(const YAML::Node& node, std::string_view path, ProfileConfig& profile) const;
   Status ReadPolicy(const YAML::Node& node, std::string_view path, PolicyConfig& policy) const;
@@ -704,40 +696,6 @@ Status Loader::ReadLeaderElection(const Field& f, LeaderElectionConfig& election
   return OkStatus();
 }
 
-Status Loader::ReadGpuShare(const Field& f, model::GpuShareConvention& gpushare) const {
-  constexpr std::string_view kPath = "gpushare";
-  SCHEDEXT_ASSIGN_OR_RETURN(Fields fields,
-                            ReadMapping(f.value, MarkOf(f), kPath, kGpuShareFields));
-  const std::pair<std::string_view, std::string*> targets[] = {
-      {"memoryResource", &gpushare.memory_resource},
-      {"countResource", &gpushare.count_resource},
-      {"indexAnnotation", &gpushare.index_annotation},
-      {"podMemoryAnnotation", &gpushare.pod_memory_annotation},
-      {"deviceMemoryAnnotation", &gpushare.device_memory_annotation},
-      {"assignedAnnotation", &gpushare.assigned_annotation},
-      {"assumeTimeAnnotation", &gpushare.assume_time_annotation},
-      {"unhealthyNamespace", &gpushare.unhealthy_namespace},
-      {"unhealthyPrefix", &gpushare.unhealthy_prefix},
-      {"unhealthyKey", &gpushare.unhealthy_key},
-      {"unit", &gpushare.unit},
-  };
-  static_assert(std::size(targets) == kGpuShareFields.size());
-  for (const auto& [name, target] : targets) {
-    const Field* field = fields.Find(name);
-    if (field == nullptr) {
-      continue;  // keep the device plugin's name
-    }
-    const std::string path = Join(kPath, name);
-    std::string value;
-    SCHEDEXT_RETURN_IF_ERROR(ReadString(*field, path, value));
-    if (value.empty()) {
-      return ErrorAt(MarkOf(*field), path, "must not be empty");
-    }
-    *target = std::move(value);
-  }
-  return OkStatus();
-}
-
 Status Loader::ReadProfiles(const Field& f, std::vector<ProfileConfig>& profiles) const {
   constexpr std::string_view kPath = "profiles";
   if (!f.value.IsSequence()) {
@@ -935,9 +893,6 @@ StatusOr<Config> Loader::Load(const YAML::Node& root) {
   if (const Field* f = fields.Find("cluster")) {
     SCHEDEXT_RETURN_IF_ERROR(ReadCluster(*f, config.cluster));
   }
-  if (const Field* f = fields.Find("gpushare")) {
-    SCHEDEXT_RETURN_IF_ERROR(ReadGpuShare(*f, config.gpushare));
-  }
   const Field* profiles = fields.Find("profiles");
   if (profiles == nullptr) {
     return ErrorAt(root.IsMap() ? root.Mark() : YAML::Mark::null_mark(), "profiles",
@@ -961,26 +916,6 @@ StatusOr<Config> Loader::Load(const YAML::Node& root) {
                      "unknown profile " + Quote(name) + " (profiles: " + known + ")");
     }
     config.default_profile = std::move(name);
-  }
-  // GpuShare counts GPU memory from the cluster's pods and must annotate the
-  // pods it binds: without the cluster it could only guess.
-  std::string user;  // the first GpuShare policy's path
-  for (size_t p = 0; p < config.profiles.size() && user.empty(); ++p) {
-    for (size_t q = 0; q < config.profiles[p].policies.size() && user.empty(); ++q) {
-      if (config.profiles[p].policies[q].name == kGpuSharePolicy) {
-        user = Index(Join(Index("profiles", p), "policies"), q);
-      }
-    }
-  }
-  if (config.cluster.mode == "disabled" && !user.empty()) {
-    YAML::Mark mark = YAML::Mark::null_mark();
-    if (const Field* cluster = fields.Find("cluster")) {
-      const YAML::Node mode = cluster->value["mode"];
-      mark = mode.IsDefined() ? mode.Mark() : MarkOf(*cluster);
-    }
-    return ErrorAt(mark, "cluster.mode",
-                   "\"disabled\" cannot be used with the GpuShare policy (" + user +
-                       "), which needs the cluster connection: use auto or required");
   }
   return config;
 }

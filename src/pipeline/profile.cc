@@ -17,9 +17,13 @@ void FilterOutcome::Clear() {
 StatusOr<std::shared_ptr<const Profile>> Profile::Build(const config::ProfileConfig& config,
                                                         const policy::Registry& registry,
                                                         std::string_view path,
-                                                        const model::GpuShareConvention* gpushare) {
+                                                        policy::PolicyHandle* handle) {
   // Profile's constructor is private, so make_shared cannot reach it.
   std::shared_ptr<Profile> profile(new Profile());
+  if (handle == nullptr) {
+    profile->own_host_ = std::make_unique<policy::PolicyHost>();
+    handle = profile->own_host_.get();
+  }
   profile->name_ = config.name;
   if (config.policies.empty()) {
     return InvalidArgumentError(std::string(path) + ".policies: at least one policy is required");
@@ -38,7 +42,7 @@ StatusOr<std::shared_ptr<const Profile>> Profile::Build(const config::ProfileCon
     }
     policy::PolicyContext context;
     context.args_path = where + ".args";
-    context.gpushare = gpushare;
+    context.handle = handle;
     auto created = registry.Create(pc.name, pc.args ? *pc.args : kNoArgs, context);
     if (!created.ok()) {
       // An unknown name is the registry's kNotFound, but to the caller it is
@@ -236,15 +240,30 @@ std::optional<std::string> Profile::CheckFit(const model::PodInfo& pod,
 
 std::optional<std::string> Profile::Reserve(const model::PodInfo& pod,
                                             const model::NodeInfo& node,
-                                            policy::PodAnnotations& out) const {
+                                            policy::PodAnnotations& out,
+                                            size_t* reserved) const {
   const size_t before = out.size();
+  size_t done = 0;
   for (const NamedReserver& r : reservers_) {
     if (Status s = r.hook->Reserve(pod, node, out); !s.ok()) {
       out.resize(before);
+      if (reserved != nullptr) {
+        *reserved = done;
+      }
       return std::string(r.policy) + ": " + s.message();
     }
+    ++done;
+  }
+  if (reserved != nullptr) {
+    *reserved = done;
   }
   return std::nullopt;
+}
+
+void Profile::Unreserve(const model::PodInfo& pod, std::string_view node, size_t reserved) const {
+  for (size_t i = std::min(reserved, reservers_.size()); i > 0; --i) {
+    reservers_[i - 1].hook->Unreserve(pod, node);
+  }
 }
 
 }  // namespace schedext::pipeline

@@ -5,9 +5,6 @@
 #include <cmath>
 #include <memory>
 
-#include "schedext/cluster/cache.h"
-#include "schedext/model/gpushare.h"
-
 namespace schedext::server {
 
 std::string_view VerbName(Verb verb) {
@@ -188,57 +185,6 @@ void Metrics::Render(std::string& out) const {
   if (extra_) {
     extra_(out);
   }
-}
-
-void AppendGpuShareMetrics(const cluster::ClusterCache& cache,
-                           const model::GpuShareConvention& convention, std::string& out) {
-  const std::shared_ptr<const cluster::Snapshot> snapshot = cache.snapshot();
-  int64_t total = 0;
-  int64_t used = 0;
-  int64_t free = 0;
-  int64_t unassigned = 0;
-  uint64_t healthy = 0;
-  uint64_t unhealthy = 0;
-  snapshot->ForEachNode([&](const model::NodeInfo& node) {
-    const model::GpuShape shape = model::NodeGpuShape(node, convention);
-    if (!shape.has_gpus()) {
-      return;
-    }
-    const model::GpuUsage* gpu = node.usage != nullptr ? &node.usage->gpu : nullptr;
-    for (int i = 0; i < shape.count; ++i) {
-      const int64_t on_device = gpu != nullptr ? gpu->UsedOn(i) : 0;
-      const bool sick = gpu != nullptr && gpu->Unhealthy(i);
-      total += shape.device_memory;
-      used += on_device;
-      if (sick) {
-        ++unhealthy;
-      } else {
-        ++healthy;
-        free += std::max<int64_t>(0, shape.device_memory - on_device);
-      }
-    }
-    unassigned += gpu != nullptr ? gpu->unassigned : 0;
-  });
-  auto gauge = [&out](std::string_view series, int64_t value) {
-    out.append(series).push_back(' ');
-    AppendUint(static_cast<uint64_t>(std::max<int64_t>(0, value)), out);
-    out.push_back('\n');
-  };
-  out.append("# HELP schedext_gpushare_memory Shared GPU memory of the nodes with GPUs (unit: ")
-      .append(convention.unit)
-      .append(").\n# TYPE schedext_gpushare_memory gauge\n");
-  gauge("schedext_gpushare_memory{state=\"total\"}", total);
-  gauge("schedext_gpushare_memory{state=\"used\"}", used);
-  gauge("schedext_gpushare_memory{state=\"free\"}", free);
-  out.append(
-      "# HELP schedext_gpushare_devices GPU devices of the nodes with GPUs, by health (the "
-      "unhealthy ConfigMaps).\n# TYPE schedext_gpushare_devices gauge\n");
-  gauge("schedext_gpushare_devices{health=\"healthy\"}", static_cast<int64_t>(healthy));
-  gauge("schedext_gpushare_devices{health=\"unhealthy\"}", static_cast<int64_t>(unhealthy));
-  out.append(
-      "# HELP schedext_gpushare_unassigned_memory GPU memory of pods counted on a node without "
-      "a device index annotation.\n# TYPE schedext_gpushare_unassigned_memory gauge\n");
-  gauge("schedext_gpushare_unassigned_memory", unassigned);
 }
 
 }  // namespace schedext::server

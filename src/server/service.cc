@@ -36,42 +36,15 @@ int HttpStatusFor(const Status& status) {
   }
 }
 
-// Rolls back the annotations a failed bind wrote.
-void RemoveAnnotations(cluster::PodAnnotator& annotator, const wire::BindingArgsView& b,
-                       const policy::PodAnnotations& annotations,
-                       std::string_view resource_version, LogLimiter& log) {
-  std::vector<std::string> keys;
-  keys.reserve(annotations.size());
-  for (const auto& entry : annotations) {
-    keys.push_back(entry.first);
-  }
-  // The resourceVersion precondition: if the pod changed since our patch (a
-  // bind reported as failed may still have happened), a blind removal could
-  // strip the device choice from a bound pod.
-  StatusOr<std::string> removed =
-      annotator.Annotate({b.pod_namespace, b.pod_name, b.pod_uid, resource_version, {}, keys});
-  if (removed.ok() || !log.Allow()) {
-    return;
-  }
-  if (removed.status().code() == StatusCode::kFailedPrecondition) {
-    spdlog::warn(
-        "bind {}/{} to {} failed; its annotations were left in place because the pod changed "
-        "meanwhile: {}",
-        LogEscape(b.pod_namespace), LogEscape(b.pod_name), LogEscape(b.node),
-        LogEscape(removed.status().message(), kLogMessageMaxBytes));
-  } else {
-    spdlog::warn("bind {}/{} to {} failed; removing its annotations failed too: {}",
-                 LogEscape(b.pod_namespace), LogEscape(b.pod_name), LogEscape(b.node),
-                 LogEscape(removed.status().message(), kLogMessageMaxBytes));
-  }
-}
-
 }  // namespace
 
 ExtenderService::ExtenderService(std::vector<std::shared_ptr<const pipeline::Profile>> profiles,
                                  size_t default_profile, cluster::ClusterCache* cache,
                                  cluster::PodBinder* binder, Metrics* metrics,
-                                 cluster::PodAnnotator* annotator)
+                                 cluster::PodAnnotator* annotator,
+                                 std::function<void(const model::PodInfo& pod,
+                                                    std::string_view node)>
+                                     on_bound)
     : profiles_(std::move(profiles)),
       default_profile_(default_profile),
       cache_(cache),
@@ -81,7 +54,21 @@ ExtenderService::ExtenderService(std::vector<std::shared_ptr<const pipeline::Pro
       bad_request_log_(std::make_unique<LogLimiter>(
           LogLimiter::Options{.what = "warnings about bad requests"}, metrics)),
       failed_request_log_(std::make_unique<LogLimiter>(
-          LogLimiter::Options{.what = "warnings about failed requests"}, metrics)) {}
+          LogLimiter::Options{.what = "warnings about failed requests"}, metrics)) {
+  pipeline::BindCycleOptions bind;
+  bind.cache = cache;
+  bind.binder = binder;
+  bind.annotator = annotator;
+  bind.on_bound = std::move(on_bound);
+  // Rollback failures share the failed requests' budget: a client can cause
+  // them at will.
+  bind.on_rollback_failure = [log = failed_request_log_.get()](std::string_view message) {
+    if (log->Allow()) {
+      spdlog::warn("{}", LogEscape(message, kLogMessageMaxBytes));
+    }
+  };
+  bind_cycle_ = std::make_unique<pipeline::BindCycle>(std::move(bind));
+}
 
 ExtenderService::~ExtenderService() = default;
 
@@ -437,121 +424,9 @@ int ExtenderService::Bind(const pipeline::Profile& profile, const wire::RequestB
     wire::AppendBindingResult(summary.error, out);
     return 400;
   }
-  std::string prefix = "bind ";
-  prefix.append(b.pod_namespace).append("/").append(b.pod_name).append(" to ").append(b.node);
-  if (binder_ == nullptr) {
-    summary.error = prefix +
-                    ": schedext has no Kubernetes API connection, so it cannot create the "
-                    "Binding; remove bindVerb from the scheduler's extender config";
-    wire::AppendBindingResult(summary.error, out);
-    return 200;
-  }
-
-  // Check and reserve in one critical section of the cache, so that two binds
-  // in flight cannot both take the last room on a node (or on one GPU); then
-  // call the API server with no lock held, and confirm or roll back the
-  // reservation.
-  bool reserved = false;
-  // What the profile's ReserveHooks want on the pod; the reserved pod's
-  // annotation views point into these strings until AssumeIfFits returns.
-  policy::PodAnnotations annotations;
-  std::string not_reserved;  // why there is no reservation, when there is none
-  if (cache_ == nullptr) {
-    not_reserved = "schedext has no cluster cache";
-  } else if (b.pod_uid.empty()) {
-    not_reserved = "the request has no PodUID";
-  } else {
-    std::optional<std::string> misfit;
-    const cluster::AssumeRequest request{b.pod_uid, b.pod_namespace, b.pod_name, b.node, nullptr};
-    StatusOr<bool> fits = cache_->AssumeIfFits(
-        request, [&](model::PodInfo& pod, const model::NodeInfo& node) {
-          misfit = profile.CheckFit(pod, node);
-          if (!misfit) {
-            misfit = profile.Reserve(pod, node, annotations);
-          }
-          if (misfit) {
-            return false;
-          }
-          // The reservation must count where the annotations will say, so
-          // that the next bind sees this device taken before the watch
-          // delivers the patched pod.
-          for (const auto& [key, value] : annotations) {
-            pod.annotations.Set(key, value);
-          }
-          return true;
-        });
-    if (fits.ok() && !*fits) {
-      summary.error = prefix + ": the node no longer fits the pod (" + *misfit + ")";
-      wire::AppendBindingResult(summary.error, out);
-      return 200;
-    }
-    if (!fits.ok() && fits.status().code() == StatusCode::kFailedPrecondition) {
-      summary.error = prefix + ": " + fits.status().message();
-      wire::AppendBindingResult(summary.error, out);
-      return 200;
-    }
-    // kNotFound (the pod or node is not in the cache yet) or kUnavailable (not
-    // synced): a profile without ReserveHooks binds anyway and the watch will
-    // count the pod.
-    reserved = fits.ok();
-    if (!reserved) {
-      not_reserved = fits.status().message();
-    }
-  }
-  if (!reserved && profile.has_reservers()) {
-    // Binding without the reservation would let concurrent binds share a
-    // device and would leave the pod without the annotations its device
-    // plugin needs; refusing makes the scheduler retry the pod later.
-    summary.error = prefix + ": cannot reserve the pod in schedext's cache (" + not_reserved +
-                    "); the profile's policies must annotate the pod at bind, so it is not "
-                    "bound now (the scheduler retries it)";
-    wire::AppendBindingResult(summary.error, out);
-    return 200;
-  }
-
-  std::string annotated_version;  // resourceVersion after writing `annotations`
-  const bool annotate = reserved && !annotations.empty();
-  if (annotate) {
-    Status written;
-    if (annotator_ == nullptr) {
-      written = FailedPreconditionError("schedext has no pod annotator");
-    } else {
-      StatusOr<std::string> version = annotator_->Annotate(
-          {b.pod_namespace, b.pod_name, b.pod_uid, "", annotations, {}});
-      if (version.ok()) {
-        annotated_version = std::move(version).value();
-      } else {
-        written = version.status();
-      }
-    }
-    if (!written.ok()) {
-      Status ignored = cache_->Forget(b.pod_uid);
-      (void)ignored;
-      summary.error = prefix + ": writing annotations: " + written.message();
-      wire::AppendBindingResult(summary.error, out);
-      return 200;
-    }
-  }
-
-  st = binder_->Bind({b.pod_namespace, b.pod_name, b.pod_uid, b.node});
-  if (reserved) {
-    if (st.ok() || st.code() == StatusCode::kDeadlineExceeded) {
-      // After a timeout the Binding may exist: keeping the reservation (and
-      // the annotations) is safe either way, as the watch confirms it or the
-      // TTL releases it. FinishBinding's kNotFound only means the watch has
-      // confirmed the pod already.
-      Status ignored = cache_->FinishBinding(b.pod_uid);
-      (void)ignored;
-    } else {
-      Status ignored = cache_->Forget(b.pod_uid);
-      (void)ignored;
-      if (annotate) {
-        RemoveAnnotations(*annotator_, b, annotations, annotated_version, *failed_request_log_);
-      }
-    }
-  }
+  st = bind_cycle_->Run(profile, {b.pod_namespace, b.pod_name, b.pod_uid, b.node});
   if (!st.ok()) {
-    summary.error = prefix + ": " + st.message();
+    summary.error = st.message();
   } else {
     summary.nodes_out = 1;
   }

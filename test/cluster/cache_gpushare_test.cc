@@ -13,8 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "policy/builtin/gpushare/accounting.h"
+#include "policy/builtin/gpushare/convention.h"
 #include "schedext/cluster/cache.h"
-#include "schedext/model/gpushare.h"
 #include "testing/model_builders.h"
 
 namespace schedext::cluster {
@@ -24,6 +25,31 @@ using ::schedext::test::NodeBuilder;
 using ::schedext::test::PodBuilder;
 using ::schedext::test::TestArena;
 using namespace std::chrono_literals;
+using policy::gpushare::GpuAccounting;
+using policy::gpushare::GpuShareConvention;
+using policy::gpushare::GpuUsage;
+
+// GpuShare's state as the cache keeps it: slot 0, the only accounting here.
+const GpuUsage& GpuOf(const model::NodeUsage& usage) {
+  static const GpuUsage kNothing;
+  const auto* state = static_cast<const policy::gpushare::GpuNodeState*>(usage.states.Get(0));
+  return state != nullptr ? state->gpu : kNothing;
+}
+
+// The cache's options: with GpuShare's accounting and its ConfigMap watch, or
+// neither (no GpuShare policy).
+CacheOptions Options(bool gpushare, std::chrono::milliseconds ttl,
+                     std::function<std::chrono::steady_clock::time_point()> now) {
+  CacheOptions options;
+  options.assume_ttl = ttl;
+  options.now = std::move(now);
+  if (gpushare) {
+    auto accounting = std::make_shared<GpuAccounting>(GpuShareConvention{});
+    options.accountings.push_back(accounting);
+    options.watches.push_back(accounting);
+  }
+  return options;
+}
 
 constexpr std::string_view kMem = "aliyun.com/gpu-mem";
 constexpr std::string_view kCount = "aliyun.com/gpu-count";
@@ -84,17 +110,39 @@ InformerObject Unhealthy(std::string_view node, std::string_view value) {
 struct Fixture {
   std::mutex mu;
   std::chrono::steady_clock::time_point now{};
+  const bool gpushare;
   ClusterCache cache;
 
-  explicit Fixture(bool gpushare = true, std::chrono::milliseconds ttl = 30s)
-      : cache(CacheOptions{ttl,
-                           [this] {
-                             std::lock_guard<std::mutex> lock(mu);
-                             return now;
-                           },
-                           gpushare ? std::optional<model::GpuShareConvention>(
-                                          model::GpuShareConvention{})
-                                    : std::nullopt}) {}
+  explicit Fixture(bool with_gpushare = true, std::chrono::milliseconds ttl = 30s)
+      : gpushare(with_gpushare),
+        cache(Options(with_gpushare, ttl, [this] {
+          std::lock_guard<std::mutex> lock(mu);
+          return now;
+        })) {}
+  // The ConfigMap watch's events: through the watch's feed with GpuShare;
+  // without it there is no such watch, and ConfigMaps handed to the cache's
+  // own handler are ignored.
+  void CmReplace(std::vector<InformerObject> objects) {
+    if (gpushare) {
+      cache.WatchFeed(0).OnReplace(ResourceKind::kConfigMaps, std::move(objects));
+    } else {
+      cache.OnReplace(ResourceKind::kConfigMaps, std::move(objects));
+    }
+  }
+  void CmUpsert(InformerObject object) {
+    if (gpushare) {
+      cache.WatchFeed(0).OnUpsert(ResourceKind::kConfigMaps, std::move(object));
+    } else {
+      cache.OnUpsert(ResourceKind::kConfigMaps, std::move(object));
+    }
+  }
+  void CmDelete(InformerObject object) {
+    if (gpushare) {
+      cache.WatchFeed(0).OnDelete(ResourceKind::kConfigMaps, std::move(object));
+    } else {
+      cache.OnDelete(ResourceKind::kConfigMaps, std::move(object));
+    }
+  }
   void Advance(std::chrono::milliseconds d) {
     std::lock_guard<std::mutex> lock(mu);
     now += d;
@@ -103,12 +151,12 @@ struct Fixture {
             std::vector<InformerObject> config_maps = {}) {
     cache.OnReplace(ResourceKind::kNodes, std::move(nodes));
     cache.OnReplace(ResourceKind::kPods, std::move(pods));
-    cache.OnReplace(ResourceKind::kConfigMaps, std::move(config_maps));
+    CmReplace(std::move(config_maps));
   }
-  model::GpuUsage Gpu(std::string_view node) {
+  GpuUsage Gpu(std::string_view node) {
     const std::shared_ptr<const Snapshot> snapshot = cache.snapshot();
     const model::NodeUsage* usage = snapshot->FindUsage(node);
-    return usage != nullptr ? usage->gpu : model::GpuUsage{};
+    return usage != nullptr ? GpuOf(*usage) : GpuUsage{};
   }
   int64_t Pods(std::string_view node) {
     const std::shared_ptr<const Snapshot> snapshot = cache.snapshot();
@@ -122,14 +170,14 @@ struct Fixture {
     if (info == nullptr) {
       return std::nullopt;
     }
-    return info->usage->gpu.unhealthy;
+    return GpuOf(*info->usage).unhealthy;
   }
 };
 
 using Used = std::vector<int64_t>;
 using PodsOn = std::vector<int32_t>;
 
-void ExpectGpu(const model::GpuUsage& gpu, const Used& used, const PodsOn& pods,
+void ExpectGpu(const GpuUsage& gpu, const Used& used, const PodsOn& pods,
                int64_t unassigned, uint64_t unhealthy = 0) {
   EXPECT_EQ(gpu.used, used);
   EXPECT_EQ(gpu.pods, pods);
@@ -246,23 +294,23 @@ TEST(CacheGpuShareTest, PodsOfAnUnknownNodeCountOnItsDevices) {
   const std::shared_ptr<const Snapshot> snapshot = f.cache.snapshot();
   const model::NodeInfo* node = snapshot->FindNode("late");
   ASSERT_NE(node, nullptr);
-  ExpectGpu(node->usage->gpu, {0, 3}, {0, 1}, 0);
+  ExpectGpu(GpuOf(*node->usage), {0, 3}, {0, 1}, 0);
 }
 
 // Places the pod on the node's best-fit device and writes the index into its
 // annotations, as the GpuShare bind does. `text` keeps the annotation's value
 // alive until AssumeIfFits returns (not longer: the cache must copy it).
 struct AnnotatingFit {
-  model::GpuShareConvention convention;  // the annotation's key points into it
+  GpuShareConvention convention;  // the annotation's key points into it
   std::unique_ptr<std::string> text = std::make_unique<std::string>();
   int calls = 0;
 
   ClusterCache::FitFn Fn() {
     return [this](model::PodInfo& pod, const model::NodeInfo& node) {
       ++calls;
-      const model::GpuPlacement placement =
-          model::PlaceOnGpu(model::NodeGpuShape(node, convention), &node.usage->gpu,
-                            model::GpuMemoryRequest(pod, convention));
+      const policy::gpushare::GpuPlacement placement = policy::gpushare::PlaceOnGpu(
+          policy::gpushare::NodeGpuShape(node, convention), &GpuOf(*node.usage),
+          policy::gpushare::GpuMemoryRequest(pod, convention));
       if (placement.device < 0) {
         return false;
       }
@@ -434,8 +482,8 @@ TEST(CacheGpuShareTest, RestartRecoversPerDeviceUsageFromAnnotations) {
   restarted.Sync({GpuNode("n1"), GpuNode("n2", 2, 16)}, std::move(pods), {Unhealthy("n2", "1")});
   for (std::string_view node : {"n1", "n2"}) {
     SCOPED_TRACE(node);
-    const model::GpuUsage before = live.Gpu(node);
-    const model::GpuUsage after = restarted.Gpu(node);
+    const GpuUsage before = live.Gpu(node);
+    const GpuUsage after = restarted.Gpu(node);
     EXPECT_EQ(after.used, before.used);
     EXPECT_EQ(after.pods, before.pods);
     EXPECT_EQ(after.unassigned, before.unassigned);
@@ -485,9 +533,9 @@ TEST(CacheGpuShareTest, UnhealthyConfigMaps) {
 
   // Updated: " 0, 2 ,x" → devices 0 and 2; the invalid "x" is skipped.
   const std::shared_ptr<const Snapshot> before = f.cache.snapshot();
-  f.cache.OnUpsert(ResourceKind::kConfigMaps, Unhealthy("n1", " 0, 2 ,x"));
+  f.CmUpsert(Unhealthy("n1", " 0, 2 ,x"));
   EXPECT_EQ(f.NodeMask("n1"), 0b101u);
-  EXPECT_EQ(before->FindNode("n1")->usage->gpu.unhealthy, 0b10u);  // snapshots are immutable
+  EXPECT_EQ(GpuOf(*before->FindNode("n1")->usage).unhealthy, 0b10u);  // snapshots are immutable
   ExpectGpu(f.Gpu("n1"), {4}, {1}, 0, 0b101);  // the counts are untouched
 
   // Every rebuild of the entry keeps the mask: node update, pod events,
@@ -509,32 +557,32 @@ TEST(CacheGpuShareTest, UnhealthyConfigMaps) {
   EXPECT_EQ(f.NodeMask("ghost"), 0b1001u);
 
   // A key other than "gpus", or no key at all: no devices.
-  f.cache.OnUpsert(ResourceKind::kConfigMaps,
+  f.CmUpsert(
                    ConfigMap("kube-system", "unhealthy-gpu-n2", "1", "devices"));
   EXPECT_EQ(f.NodeMask("n2"), 0u);
-  f.cache.OnUpsert(ResourceKind::kConfigMaps, Unhealthy("n2", "3"));
+  f.CmUpsert(Unhealthy("n2", "3"));
   EXPECT_EQ(f.NodeMask("n2"), 0b1000u);
-  f.cache.OnUpsert(ResourceKind::kConfigMaps,
+  f.CmUpsert(
                    ConfigMap("kube-system", "unhealthy-gpu-n2", std::nullopt));
   EXPECT_EQ(f.NodeMask("n2"), 0u);
 
   // Events for ConfigMaps that are not unhealthy lists change nothing.
-  f.cache.OnUpsert(ResourceKind::kConfigMaps, ConfigMap("default", "unhealthy-gpu-n2", "0"));
-  f.cache.OnDelete(ResourceKind::kConfigMaps, ConfigMap("default", "unhealthy-gpu-n1", "0"));
+  f.CmUpsert(ConfigMap("default", "unhealthy-gpu-n2", "0"));
+  f.CmDelete(ConfigMap("default", "unhealthy-gpu-n1", "0"));
   EXPECT_EQ(f.NodeMask("n1"), 0b101u);
   EXPECT_EQ(f.NodeMask("n2"), 0u);
 
   // Deleted: the mask is cleared.
-  f.cache.OnDelete(ResourceKind::kConfigMaps, Unhealthy("n1", " 0, 2 ,x"));
+  f.CmDelete(Unhealthy("n1", " 0, 2 ,x"));
   EXPECT_EQ(f.NodeMask("n1"), 0u);
 
   // Replace: the list is the whole truth. ghost's ConfigMap is gone (cleared),
   // n2's is new, n1 has one again.
-  f.cache.OnReplace(ResourceKind::kConfigMaps, {Unhealthy("n2", "1"), Unhealthy("n1", "63")});
+  f.CmReplace({Unhealthy("n2", "1"), Unhealthy("n1", "63")});
   EXPECT_EQ(f.NodeMask("ghost"), 0u);
   EXPECT_EQ(f.NodeMask("n2"), 0b10u);
   EXPECT_EQ(f.NodeMask("n1"), uint64_t{1} << 63);
-  f.cache.OnReplace(ResourceKind::kConfigMaps, {});
+  f.CmReplace({});
   EXPECT_EQ(f.NodeMask("n1"), 0u);
   EXPECT_EQ(f.NodeMask("n2"), 0u);
 }
@@ -543,7 +591,7 @@ TEST(CacheGpuShareTest, UnhealthyMaskOfANodeKnownOnlyByItsPods) {
   Fixture f;
   f.Sync({}, {GpuPod("a", "late", 2, "0")}, {});
   // Only a usage entry exists for "late": it carries the mask too.
-  f.cache.OnUpsert(ResourceKind::kConfigMaps, Unhealthy("late", "2"));
+  f.CmUpsert(Unhealthy("late", "2"));
   ExpectGpu(f.Gpu("late"), {2}, {1}, 0, 0b100);
   // The last pod leaves (the usage entry goes), the node arrives later: still known.
   f.cache.OnDelete(ResourceKind::kPods, GpuPod("a", "late", 2, "0"));
@@ -559,7 +607,7 @@ TEST(CacheGpuShareTest, SyncedNeedsTheConfigMapListOnlyWithGpuShare) {
     f.cache.OnReplace(ResourceKind::kNodes, {GpuNode("n1")});
     f.cache.OnReplace(ResourceKind::kPods, {GpuPod("p", "", 1, std::nullopt)});
     EXPECT_FALSE(f.cache.Synced());
-    EXPECT_FALSE(f.cache.Stats().config_maps_synced);
+    EXPECT_FALSE(f.cache.Stats().watches_synced);
     std::vector<const model::NodeInfo*> out;
     std::shared_ptr<const Snapshot> keep_alive;
     const std::vector<std::string_view> names = {"n1"};
@@ -567,12 +615,12 @@ TEST(CacheGpuShareTest, SyncedNeedsTheConfigMapListOnlyWithGpuShare) {
     AnnotatingFit fit;
     EXPECT_EQ(f.cache.AssumeIfFits(Request("uid-p", "p", "n1"), fit.Fn()).status().code(),
               StatusCode::kUnavailable);
-    f.cache.OnReplace(ResourceKind::kConfigMaps, {});
+    f.CmReplace({});
     EXPECT_TRUE(f.cache.Synced());
     const CacheStats stats = f.cache.Stats();
     EXPECT_TRUE(stats.nodes_synced);
     EXPECT_TRUE(stats.pods_synced);
-    EXPECT_TRUE(stats.config_maps_synced);
+    EXPECT_TRUE(stats.watches_synced);
     EXPECT_TRUE(f.cache.Resolve(names, out, keep_alive).ok());
     EXPECT_TRUE(*f.cache.AssumeIfFits(Request("uid-p", "p", "n1"), fit.Fn()));
   }
@@ -583,11 +631,11 @@ TEST(CacheGpuShareTest, SyncedNeedsTheConfigMapListOnlyWithGpuShare) {
     EXPECT_FALSE(f.cache.Synced());
     f.cache.OnReplace(ResourceKind::kPods, {});
     EXPECT_TRUE(f.cache.Synced());
-    EXPECT_FALSE(f.cache.Stats().config_maps_synced);
+    EXPECT_TRUE(f.cache.Stats().watches_synced);  // there is no watch to wait for
     // A ConfigMap list (if something delivered one) changes nothing.
-    f.cache.OnReplace(ResourceKind::kConfigMaps, {Unhealthy("n1", "0")});
+    f.CmReplace({Unhealthy("n1", "0")});
     EXPECT_TRUE(f.cache.Synced());
-    EXPECT_FALSE(f.cache.Stats().config_maps_synced);
+    EXPECT_TRUE(f.cache.Stats().watches_synced);
   }
 }
 
@@ -597,11 +645,11 @@ TEST(CacheGpuShareTest, WithoutGpuShareGpuUsageStaysEmpty) {
          {GpuPod("a", "n1", 4, "1"), GpuPod("b", "n1", 3, std::nullopt),
           GpuPod("p", "", 2, std::nullopt)},
          {Unhealthy("n1", "0,1")});
-  f.cache.OnUpsert(ResourceKind::kConfigMaps, Unhealthy("n1", "2"));
+  f.CmUpsert(Unhealthy("n1", "2"));
   f.cache.OnUpsert(ResourceKind::kPods, GpuPod("c", "n1", 5, "0"));
   AnnotatingFit fit;
   ASSERT_TRUE(*f.cache.AssumeIfFits(Request("uid-p", "p", "n1"), fit.Fn()));
-  f.cache.OnDelete(ResourceKind::kConfigMaps, Unhealthy("n1", "2"));
+  f.CmDelete(Unhealthy("n1", "2"));
   // The other accounting still runs: a, b, c and the reserved p.
   EXPECT_EQ(f.Pods("n1"), 4);
   ExpectGpu(f.Gpu("n1"), {}, {}, 0, 0);

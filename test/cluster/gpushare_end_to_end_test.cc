@@ -28,9 +28,11 @@
 #include "schedext/cluster/informer.h"
 #include "schedext/cluster/kube_binder.h"
 #include "schedext/cluster/pod_annotator.h"
+#include "policy/builtin/gpushare/accounting.h"
+#include "policy/builtin/gpushare/convention.h"
 #include "schedext/config/config.h"
+#include "schedext/policy/policy_host.h"
 #include "schedext/policy/registry.h"
-#include "schedext/server/gpushare_inspect.h"
 #include "schedext/server/http_server.h"
 #include "schedext/server/service.h"
 #include "testing/fake_api_server.h"
@@ -47,7 +49,14 @@ constexpr int kGpusPerNode = 4;
 constexpr int64_t kDeviceMemory = 16;  // GiB
 constexpr std::string_view kNamespace = "gpu";
 
-const model::GpuShareConvention kPlugin;
+const policy::gpushare::GpuShareConvention kPlugin;
+
+// GpuShare's usage of a node (the only accounting here: slot 0).
+const policy::gpushare::GpuUsage& GpuOf(const model::NodeUsage& usage) {
+  static const policy::gpushare::GpuUsage kNothing;
+  const auto* state = static_cast<const policy::gpushare::GpuNodeState*>(usage.states.Get(0));
+  return state != nullptr ? state->gpu : kNothing;
+}
 
 // Polls `condition` every 5 ms until it holds or `timeout` passes.
 template <typename Fn>
@@ -116,25 +125,34 @@ std::unique_ptr<cluster::KubeClient> NewClient(FakeApiServer& api) {
   return client.ok() ? std::move(client).value() : nullptr;
 }
 
-// A cluster cache with GPU sharing, fed by its own client's three informers.
+// A cluster cache with what the policies registered on `host` (GpuShare's
+// accounting and ConfigMap watch), fed by its own client's informers, as main
+// wires them.
 class WatchedCache {
  public:
-  explicit WatchedCache(FakeApiServer& api) : client_(NewClient(api)) {
+  WatchedCache(FakeApiServer& api, policy::PolicyHost& host) : client_(NewClient(api)) {
     cluster::CacheOptions options;
-    options.gpushare = kPlugin;
+    options.accountings = host.accountings();
+    for (const auto& watch : host.watches()) {
+      options.watches.push_back(watch.handler);
+    }
     cache_ = std::make_unique<cluster::ClusterCache>(options);
-    const std::array<cluster::ResourceKind, 3> kinds = {
-        cluster::ResourceKind::kNodes, cluster::ResourceKind::kPods,
-        cluster::ResourceKind::kConfigMaps};
-    for (cluster::ResourceKind kind : kinds) {
+    for (cluster::ResourceKind kind : {cluster::ResourceKind::kNodes, cluster::ResourceKind::kPods}) {
       cluster::InformerOptions options_for_kind;
       options_for_kind.kind = kind;
-      if (kind == cluster::ResourceKind::kConfigMaps) {
-        options_for_kind.path = "/api/v1/namespaces/" + kPlugin.unhealthy_namespace + "/configmaps";
-      }
       informers_.push_back(
           std::make_unique<cluster::Informer>(*client_, *cache_, options_for_kind));
     }
+    for (size_t i = 0; i < host.watches().size(); ++i) {
+      cluster::InformerOptions watch;
+      watch.kind = cluster::ResourceKind::kConfigMaps;
+      watch.path = "/api/v1/namespaces/" + host.watches()[i].spec.namespace_name + "/configmaps";
+      informers_.push_back(
+          std::make_unique<cluster::Informer>(*client_, cache_->WatchFeed(i), watch));
+    }
+    const cluster::ClusterCache* cache = cache_.get();
+    host.AttachCluster(
+        [cache]() -> std::shared_ptr<const policy::ClusterView> { return cache->snapshot(); });
     for (auto& informer : informers_) {
       informer->Start();
     }
@@ -153,23 +171,28 @@ class WatchedCache {
   std::vector<std::unique_ptr<cluster::Informer>> informers_;
 };
 
+// The GpuShare profile of kConfig, its registrations on `host`.
+std::shared_ptr<const pipeline::Profile> BuildProfile(policy::PolicyHost& host) {
+  auto config = config::LoadConfigText(kConfig, "test");
+  EXPECT_TRUE(config.ok()) << config.status().ToString();
+  policy::Registry registry;
+  EXPECT_TRUE(policy::RegisterBuiltinPolicies(registry).ok());
+  auto profile = pipeline::Profile::Build(config->profiles[0], registry, "profiles[0]", &host);
+  EXPECT_TRUE(profile.ok()) << profile.status().ToString();
+  return profile.ok() ? *profile : nullptr;
+}
+
 // schedext: the watched cache, the GpuShare profile, binder and annotator,
-// served on 127.0.0.1:<free port> with /gpushare/inspect.
+// served on 127.0.0.1:<free port> with the policy's routes (/gpushare/inspect).
 class GpuExtender {
  public:
-  explicit GpuExtender(FakeApiServer& api) : watched_(api) {
+  explicit GpuExtender(FakeApiServer& api)
+      : profile_(BuildProfile(host_)), watched_(api, host_) {
     binder_ = std::make_unique<cluster::KubeBinder>(watched_.client());
     annotator_ = std::make_unique<cluster::KubePodAnnotator>(watched_.client());
-    auto config = config::LoadConfigText(kConfig, "test");
-    EXPECT_TRUE(config.ok()) << config.status().ToString();
-    policy::Registry registry;
-    EXPECT_TRUE(policy::RegisterBuiltinPolicies(registry).ok());
-    auto profile = pipeline::Profile::Build(config->profiles[0], registry, "profiles[0]",
-                                            &config->gpushare);
-    EXPECT_TRUE(profile.ok()) << profile.status().ToString();
-    EXPECT_TRUE((*profile)->has_reservers());
+    EXPECT_TRUE(profile_->has_reservers());
     service_ = std::make_unique<server::ExtenderService>(
-        std::vector<std::shared_ptr<const pipeline::Profile>>{*profile}, 0, &cache(),
+        std::vector<std::shared_ptr<const pipeline::Profile>>{profile_}, 0, &cache(),
         binder_.get(), nullptr, annotator_.get());
     server::HttpServerOptions options;
     options.server.host = "127.0.0.1";
@@ -177,10 +200,9 @@ class GpuExtender {
     options.server.threads = 24;
     cluster::ClusterCache* c = &cache();
     options.ready = [c] { return c->Synced(); };
-    options.get_routes.push_back(
-        {"/gpushare/inspect", [c](std::string_view node, std::string& body) {
-           return server::GpuShareInspect(*c, kPlugin, node, body);
-         }});
+    for (const policy::PolicyHost::Route& route : host_.routes()) {
+      options.get_routes.push_back({route.path, route.handler});
+    }
     http_ = std::make_unique<server::HttpServer>(*service_, nullptr, options);
     EXPECT_TRUE(http_->Bind().ok());
     serve_ = std::thread([this] { EXPECT_TRUE(http_->Serve().ok()); });
@@ -207,6 +229,8 @@ class GpuExtender {
   }
 
  private:
+  policy::PolicyHost host_;  // first: it outlives everything its policies reach
+  std::shared_ptr<const pipeline::Profile> profile_;
   WatchedCache watched_;
   std::unique_ptr<cluster::KubeBinder> binder_;
   std::unique_ptr<cluster::KubePodAnnotator> annotator_;
@@ -227,7 +251,7 @@ DeviceSums CacheSums(const cluster::ClusterCache& cache, const std::vector<std::
     row.fill(0);
     if (const model::NodeUsage* usage = snapshot->FindUsage(node)) {
       for (int d = 0; d < kGpusPerNode; ++d) {
-        row[static_cast<size_t>(d)] = usage->gpu.UsedOn(d);
+        row[static_cast<size_t>(d)] = GpuOf(*usage).UsedOn(d);
       }
     }
   }
@@ -422,7 +446,9 @@ TEST(GpuShareEndToEndTest, ConcurrentBindsNeverOverAllocateADevice) {
   // schedext's view is the API's, and so is a fresh one built after a restart.
   EXPECT_EQ(CacheSums(extender.cache(), nodes), api_sums);
   {
-    WatchedCache restarted(api);
+    policy::PolicyHost restarted_host;
+    const auto restarted_profile = BuildProfile(restarted_host);  // registers the accounting
+    WatchedCache restarted(api, restarted_host);
     ASSERT_TRUE(Eventually([&] { return restarted.cache().Synced(); }));
     EXPECT_EQ(CacheSums(restarted.cache(), nodes), api_sums);
     EXPECT_EQ(restarted.cache().Stats().assumed, 0u);
@@ -464,7 +490,7 @@ TEST(GpuShareEndToEndTest, UnhealthyDevicesTakeNoNewPods) {
   ASSERT_TRUE(Eventually([&] {
     const auto snapshot = extender.cache().snapshot();
     const model::NodeUsage* usage = snapshot->FindUsage("gpu-node-0");
-    return usage != nullptr && usage->gpu.Unhealthy(0);
+    return usage != nullptr && GpuOf(*usage).Unhealthy(0);
   }));
 
   // 4 GiB each: devices 1–3 hold 12 of them; the 13th does not fit although
@@ -522,7 +548,7 @@ TEST(GpuShareEndToEndTest, UnhealthyDevicesTakeNoNewPods) {
   ASSERT_TRUE(Eventually([&] {
     const auto snapshot = extender.cache().snapshot();
     const model::NodeUsage* usage = snapshot->FindUsage("gpu-node-0");
-    return usage != nullptr && !usage->gpu.Unhealthy(0);
+    return usage != nullptr && !GpuOf(*usage).Unhealthy(0);
   }));
   EXPECT_EQ(extender.Bind(client, PodName(12), uids[12], "gpu-node-0"), "");
   const json pod = json::parse(api.Get(FakeResource::kPods, kNamespace, PodName(12)));

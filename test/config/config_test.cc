@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <nlohmann/json.hpp>
 
 namespace schedext::config {
 namespace {
@@ -208,7 +209,7 @@ TEST(ConfigTest, RejectsUnknownFields) {
   ExpectErrors({
       {"top level", p + "profile: x\n",
        "config.yaml:5:1: profile: unknown field (known: server, log, cluster, defaultProfile, "
-       "profiles, gpushare)"},
+       "profiles)"},
       {"server", "server:\n  listen: \":80\"\n  listn: x\n" + p,
        "config.yaml:3:3: server.listn: unknown field (known: listen, threads, maxConnections, "
        "maxHeaderBytes, maxBodyBytes, headerTimeoutSeconds, bodyTimeoutSeconds, "
@@ -725,78 +726,32 @@ TEST(ConfigTest, RejectsReservedProfileNames) {
   ExpectErrors(cases);
 }
 
-TEST(ConfigTest, LoadsTheGpuShareSection) {
-  StatusOr<Config> defaults = LoadConfigText(std::string(kProfiles), "config.yaml");
-  ASSERT_TRUE(defaults.ok());
-  const model::GpuShareConvention plugin;
-  EXPECT_EQ(defaults->gpushare.memory_resource, "aliyun.com/gpu-mem");
-  EXPECT_EQ(defaults->gpushare.index_annotation, plugin.index_annotation);
-  EXPECT_EQ(defaults->gpushare.unhealthy_namespace, "kube-system");
-  EXPECT_FALSE(defaults->UsesPolicy("GpuShare"));
-
-  const std::string yaml = std::string(R"(gpushare:
-  memoryResource: example.com/gpu-mem
-  countResource: example.com/gpu-count
-  indexAnnotation: EX_IDX
-  podMemoryAnnotation: EX_POD
-  deviceMemoryAnnotation: EX_DEV
-  assignedAnnotation: EX_ASSIGNED
-  assumeTimeAnnotation: EX_TIME
-  unhealthyNamespace: gpu-system
-  unhealthyPrefix: bad-gpu-
-  unhealthyKey: devices
-  unit: MiB
-profiles:
+TEST(ConfigTest, GpuShareNamesAreThePolicysArgs) {
+  // The device plugin's names are GpuShare's args (policy/builtin/gpushare),
+  // passed through like any policy's; the 0.x top-level section is gone.
+  const std::string yaml = R"(profiles:
   - name: gpushare
     policies:
       - name: GpuShare
-)");
+        args:
+          unit: MiB
+          unhealthyNamespace: gpu-system
+)";
   StatusOr<Config> got = LoadConfigText(yaml, "config.yaml");
   ASSERT_TRUE(got.ok()) << got.status().ToString();
-  const model::GpuShareConvention& g = got->gpushare;
-  EXPECT_EQ(g.memory_resource, "example.com/gpu-mem");
-  EXPECT_EQ(g.count_resource, "example.com/gpu-count");
-  EXPECT_EQ(g.index_annotation, "EX_IDX");
-  EXPECT_EQ(g.pod_memory_annotation, "EX_POD");
-  EXPECT_EQ(g.device_memory_annotation, "EX_DEV");
-  EXPECT_EQ(g.assigned_annotation, "EX_ASSIGNED");
-  EXPECT_EQ(g.assume_time_annotation, "EX_TIME");
-  EXPECT_EQ(g.unhealthy_namespace, "gpu-system");
-  EXPECT_EQ(g.unhealthy_prefix, "bad-gpu-");
-  EXPECT_EQ(g.unhealthy_key, "devices");
-  EXPECT_EQ(g.unit, "MiB");
+  ASSERT_NE(got->profiles[0].policies[0].args, nullptr);
+  EXPECT_EQ(*got->profiles[0].policies[0].args,
+            (nlohmann::json{{"unit", "MiB"}, {"unhealthyNamespace", "gpu-system"}}));
   EXPECT_TRUE(got->UsesPolicy("GpuShare"));
   // "gpushare" is a profile name like any other.
   EXPECT_EQ(got->default_profile, "gpushare");
-
-  // Only the keys given change.
-  StatusOr<Config> partial =
-      LoadConfigText("gpushare:\n  unit: MiB\n" + std::string(kProfiles), "config.yaml");
-  ASSERT_TRUE(partial.ok()) << partial.status().ToString();
-  EXPECT_EQ(partial->gpushare.unit, "MiB");
-  EXPECT_EQ(partial->gpushare.memory_resource, "aliyun.com/gpu-mem");
-
-  const std::string p(kProfiles);
-  const std::string gpu_profile =
-      "profiles:\n  - name: gpu\n    policies:\n      - name: GpuShare\n";
   ExpectErrors({
-      {"unknown key", "gpushare:\n  memResource: x\n" + p,
-       "config.yaml:2:3: gpushare.memResource: unknown field (known: memoryResource, "
-       "countResource, indexAnnotation, podMemoryAnnotation, deviceMemoryAnnotation, "
-       "assignedAnnotation, assumeTimeAnnotation, unhealthyNamespace, unhealthyPrefix, "
-       "unhealthyKey, unit)"},
-      {"empty string", "gpushare:\n  unhealthyKey: \"\"\n" + p,
-       "config.yaml:2:17: gpushare.unhealthyKey: must not be empty"},
-      {"not a string", "gpushare:\n  unit: [GiB]\n" + p,
-       "config.yaml:2:9: gpushare.unit: must be a string"},
-      {"not a mapping", "gpushare: yes\n" + p, "config.yaml:1:11: gpushare: must be a mapping"},
-      {"disabled cluster", "cluster:\n  mode: disabled\n" + gpu_profile,
-       "config.yaml:2:9: cluster.mode: \"disabled\" cannot be used with the GpuShare policy "
-       "(profiles[0].policies[0]), which needs the cluster connection: use auto or required"},
+      {"old section", "gpushare:\n  unit: MiB\n" + std::string(kProfiles),
+       "config.yaml:1:1: gpushare: unknown field (known: server, log, cluster, defaultProfile, "
+       "profiles)"},
   });
-  // The other modes are fine.
-  EXPECT_TRUE(LoadConfigText("cluster:\n  mode: required\n" + gpu_profile, "c").ok());
-  EXPECT_TRUE(LoadConfigText(gpu_profile, "c").ok());
+  // Whether the cluster is required is the policy's to say (at start-up).
+  EXPECT_TRUE(LoadConfigText("cluster:\n  mode: disabled\n" + yaml, "c").ok());
 }
 
 TEST(ConfigTest, ValidatesProfileNames) {

@@ -15,7 +15,8 @@
 #include "schedext/cluster/informer.h"
 #include "schedext/cluster/kube_binder.h"
 #include "schedext/cluster/pod_annotator.h"
-#include "schedext/model/gpushare.h"
+#include "policy/builtin/gpushare/accounting.h"
+#include "policy/builtin/gpushare/convention.h"
 
 namespace schedext::testing {
 namespace {
@@ -68,7 +69,10 @@ TEST_F(RbacTest, SchedextsServiceAccountMayDoEverythingSchedextDoes) {
   RecordingClient recording(*client);
   // The informers of a GPU-sharing schedext: nodes, pods, kube-system ConfigMaps.
   cluster::CacheOptions cache_options;
-  cache_options.gpushare = model::GpuShareConvention{};
+  auto gpu = std::make_shared<policy::gpushare::GpuAccounting>(
+      policy::gpushare::GpuShareConvention{});
+  cache_options.accountings.push_back(gpu);
+  cache_options.watches.push_back(gpu);
   cluster::ClusterCache cache(cache_options);
   cluster::InformerOptions nodes;
   nodes.kind = cluster::ResourceKind::kNodes;
@@ -79,7 +83,7 @@ TEST_F(RbacTest, SchedextsServiceAccountMayDoEverythingSchedextDoes) {
   config_maps.path = "/api/v1/namespaces/kube-system/configmaps";
   cluster::Informer node_informer(recording, cache, nodes);
   cluster::Informer pod_informer(recording, cache, pods);
-  cluster::Informer cm_informer(recording, cache, config_maps);
+  cluster::Informer cm_informer(recording, cache.WatchFeed(0), config_maps);
   node_informer.Start();
   pod_informer.Start();
   cm_informer.Start();
@@ -89,7 +93,9 @@ TEST_F(RbacTest, SchedextsServiceAccountMayDoEverythingSchedextDoes) {
   EXPECT_TRUE(WaitFor([&] { return cache.Synced(); }));
   const model::NodeUsage* usage = cache.snapshot()->FindUsage("rbac-1");
   ASSERT_NE(usage, nullptr);
-  EXPECT_EQ(usage->gpu.unhealthy, uint64_t{1} << 1) << "the kube-system ConfigMap did not arrive";
+  const auto* state = static_cast<const policy::gpushare::GpuNodeState*>(usage->states.Get(0));
+  ASSERT_NE(state, nullptr) << "the kube-system ConfigMap did not arrive";
+  EXPECT_EQ(state->gpu.unhealthy, uint64_t{1} << 1) << "the kube-system ConfigMap did not arrive";
 
   // bind of the GPU-share profile: annotate (merge patch), bind, and the
   // rollback patch; the reads-back of a 409.

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include "schedext/config/config.h"
@@ -639,8 +640,12 @@ TEST(GpuShareDeployTest, OverlayAddsTheProfileAndTheRbac) {
     policies.push_back(policy.name);
   }
   EXPECT_EQ(policies, (std::vector<std::string>{"GpuShare", "NodeResourcesFit"}));
-  EXPECT_EQ(cfg->gpushare.memory_resource, "aliyun.com/gpu-mem");
-  EXPECT_EQ(cfg->gpushare.unhealthy_namespace, "kube-system");
+  // The device plugin's names are GpuShare's args.
+  ASSERT_NE(gpushare->policies[0].args, nullptr);
+  const nlohmann::json& gpu_args = *gpushare->policies[0].args;
+  EXPECT_EQ(gpu_args.value("memoryResource", ""), "aliyun.com/gpu-mem");
+  const std::string unhealthy_namespace = gpu_args.value("unhealthyNamespace", "");
+  EXPECT_EQ(unhealthy_namespace, "kube-system");
 
   // Pods patch, cluster-wide, for the service account.
   const YAML::Node cluster_role = named("ClusterRole", "schedext-gpushare");
@@ -651,12 +656,12 @@ TEST(GpuShareDeployTest, OverlayAddsTheProfileAndTheRbac) {
   // ConfigMaps get/list/watch in the namespace of the unhealthy-GPU ConfigMaps.
   EXPECT_TRUE(cfg->cluster.leader_election.enabled);
   const YAML::Node role = named("Role", "schedext-gpushare");
-  EXPECT_EQ(Str(role["metadata"]["namespace"]), cfg->gpushare.unhealthy_namespace);
+  EXPECT_EQ(Str(role["metadata"]["namespace"]), unhealthy_namespace);
   for (const char* verb : {"get", "list", "watch"}) {
     EXPECT_TRUE(Grants(role)["configmaps"].count(verb)) << verb;
   }
   const YAML::Node role_binding = named("RoleBinding", "schedext-gpushare");
-  EXPECT_EQ(Str(role_binding["metadata"]["namespace"]), cfg->gpushare.unhealthy_namespace);
+  EXPECT_EQ(Str(role_binding["metadata"]["namespace"]), unhealthy_namespace);
   EXPECT_EQ(Str(role_binding["roleRef"]["kind"]), "Role");
   EXPECT_EQ(Str(role_binding["roleRef"]["name"]), Str(role["metadata"]["name"]));
   const std::string sa = Str(all("ServiceAccount").front()["metadata"]["name"]);
@@ -750,7 +755,16 @@ TEST(GpuShareDeployTest, SchedulerConfigSendsGpuPodsToTheGpuShareProfile) {
   const YAML::Node managed = e["managedResources"];
   ASSERT_TRUE(managed.IsSequence());
   ASSERT_EQ(managed.size(), 1u);
-  EXPECT_EQ(Str(managed[0]["name"]), cfg->gpushare.memory_resource);
+  // The GpuShare profile's memoryResource (deploy/gpushare/schedext.yaml).
+  std::string memory_resource;
+  for (const config::ProfileConfig& p : cfg->profiles) {
+    for (const config::PolicyConfig& policy : p.policies) {
+      if (policy.name == "GpuShare" && policy.args != nullptr) {
+        memory_resource = policy.args->value("memoryResource", "");
+      }
+    }
+  }
+  EXPECT_EQ(Str(managed[0]["name"]), memory_resource);
   EXPECT_EQ(Str(managed[0]["name"]), "aliyun.com/gpu-mem");
   EXPECT_EQ(Bool(managed[0]["ignoredByScheduler"]), false);
 }

@@ -124,7 +124,7 @@ inline std::vector<std::shared_ptr<const pipeline::Profile>> BuildProfiles(std::
   EXPECT_TRUE(policy::RegisterBuiltinPolicies(registry).ok());
   for (size_t i = 0; i < config->profiles.size(); ++i) {
     auto p = pipeline::Profile::Build(config->profiles[i], registry,
-                                      "profiles[" + std::to_string(i) + "]", &config->gpushare);
+                                      "profiles[" + std::to_string(i) + "]");
     EXPECT_TRUE(p.ok()) << p.status().ToString();
     if (p.ok()) {
       out.push_back(*p);

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -13,10 +14,11 @@
 #include <utility>
 #include <vector>
 
+#include "policy/builtin/gpushare/accounting.h"
 #include "schedext/config/config.h"
-#include "schedext/model/gpushare.h"
 #include "schedext/pipeline/profile.h"
 #include "schedext/policy/policy.h"
+#include "schedext/policy/policy_host.h"
 #include "schedext/policy/registry.h"
 #include "testing/model_builders.h"
 
@@ -32,7 +34,17 @@ constexpr std::string_view kGpuMem = "aliyun.com/gpu-mem";
 constexpr std::string_view kGpuCount = "aliyun.com/gpu-count";
 constexpr std::string_view kIndex = "ALIYUN_COM_GPU_MEM_IDX";
 
-std::unique_ptr<Policy> MustCreate(std::string_view args, const PolicyContext& context = {}) {
+// A handle of its own for each policy a test builds (so GpuShare's state is in
+// slot 0), kept for the test binary's lifetime.
+PolicyHost& NewHost() {
+  static std::deque<PolicyHost>* const hosts = new std::deque<PolicyHost>();
+  return hosts->emplace_back();
+}
+
+std::unique_ptr<Policy> MustCreate(std::string_view args, PolicyContext context = {}) {
+  if (context.handle == nullptr) {
+    context.handle = &NewHost();
+  }
   StatusOr<std::unique_ptr<Policy>> policy = NewGpuShare(json::parse(args), context);
   EXPECT_TRUE(policy.ok()) << policy.status().ToString();
   return policy.ok() ? std::move(*policy) : nullptr;
@@ -50,9 +62,13 @@ model::NodeInfo GpuNode(TestArena& arena, std::string_view name, int64_t count, 
   }
   model::NodeInfo node = builder.Build();
   model::NodeUsage usage = *node.usage;
-  usage.gpu.used = used;
-  usage.gpu.pods.assign(used.size(), 1);
-  usage.gpu.unhealthy = unhealthy;
+  // Where GpuShare's accounting keeps it: the policy's slot, 0 for a policy
+  // built on a handle of its own (MustCreate, MustBuildProfile).
+  auto state = std::make_shared<gpushare::GpuNodeState>();
+  state->gpu.used = used;
+  state->gpu.pods.assign(used.size(), 1);
+  state->gpu.unhealthy = unhealthy;
+  usage.states.Set(0, std::move(state));
   node.usage = arena.Keep(usage);
   return node;
 }
@@ -173,17 +189,10 @@ TEST(GpuShareTest, FilterWithoutPreFilterIsAnError) {
 
 TEST(GpuShareTest, FollowsTheConfiguredConvention) {
   TestArena arena;
-  model::GpuShareConvention convention;
-  convention.memory_resource = "example.com/vram";
-  convention.count_resource = "example.com/gpus";
-  convention.index_annotation = "example.com/gpu-index";
-  convention.unit = "MiB";
-  PolicyContext context;
-  context.gpushare = &convention;
-  std::unique_ptr<Policy> policy = MustCreate("{}", context);
+  std::unique_ptr<Policy> policy = MustCreate(
+      R"({"memoryResource": "example.com/vram", "countResource": "example.com/gpus",
+          "indexAnnotation": "example.com/gpu-index", "unit": "MiB"})");
   ASSERT_NE(policy, nullptr);
-  // Changing the caller's convention afterwards does not reach the policy.
-  convention.unit = "changed";
 
   model::NodeInfo node = NodeBuilder(arena)
                              .Name("n")
@@ -435,11 +444,7 @@ TEST(GpuShareTest, ReserveAnnotatesTheBestFitDevice) {
 
 TEST(GpuShareTest, ReserveRefusesAndSkips) {
   TestArena arena;
-  model::GpuShareConvention convention;
-  convention.index_annotation = "idx";
-  PolicyContext context;
-  context.gpushare = &convention;
-  std::unique_ptr<Policy> policy = MustCreate("{}", context);
+  std::unique_ptr<Policy> policy = MustCreate(R"({"indexAnnotation": "idx"})");
   ASSERT_NE(policy, nullptr);
   const ReserveHook* reserver = policy->AsReserver();
 
@@ -474,11 +479,20 @@ TEST(GpuShareTest, RejectsInvalidArgs) {
        R"(profiles[0].policies[1].args.scoring: must be "binpack" or "spread")"},
       {R"({"scoring": 1})", "profiles[0].policies[1].args.scoring: must be a string"},
       {R"({"Scoring": "spread"})",
-       "profiles[0].policies[1].args.Scoring: unknown field (known: scoring)"},
+       "profiles[0].policies[1].args.Scoring: unknown field (known: scoring, memoryResource, "
+       "countResource, indexAnnotation, podMemoryAnnotation, deviceMemoryAnnotation, "
+       "assignedAnnotation, assumeTimeAnnotation, unhealthyNamespace, unhealthyPrefix, "
+       "unhealthyKey, unit)"},
       {R"([])", "profiles[0].policies[1].args: must be an object"},
+      {R"({"unit": ""})", "profiles[0].policies[1].args.unit: must not be empty"},
+      {R"({"unhealthyKey": 3})", "profiles[0].policies[1].args.unhealthyKey: must be a string"},
+      {R"({"unhealthyNamespace": "Not_A_Namespace"})",
+       "profiles[0].policies[1].args.unhealthyNamespace: \"Not_A_Namespace\" is not a valid "
+       "namespace name"},
   };
   PolicyContext context;
   context.args_path = "profiles[0].policies[1].args";
+  context.handle = &NewHost();
   for (const Case& c : cases) {
     SCOPED_TRACE(c.args);
     StatusOr<std::unique_ptr<Policy>> policy = NewGpuShare(json::parse(c.args), context);
@@ -486,6 +500,45 @@ TEST(GpuShareTest, RejectsInvalidArgs) {
     EXPECT_EQ(policy.status(), InvalidArgumentError(c.want));
   }
   EXPECT_TRUE(NewGpuShare(json::parse(R"({"scoring": null})"), context).ok());
+}
+
+TEST(GpuShareTest, ProfilesShareOneAccountingWatchAndRoute) {
+  PolicyHost host;
+  PolicyContext context;
+  context.args_path = "profiles[1].policies[0].args";
+  context.handle = &host;
+  ASSERT_TRUE(NewGpuShare(json::parse(R"({"scoring": "spread"})"), context).ok());
+  ASSERT_TRUE(NewGpuShare(json::parse(R"({"unit": "GiB"})"), context).ok());  // the default
+  EXPECT_EQ(host.accountings().size(), 1u);
+  ASSERT_EQ(host.watches().size(), 1u);
+  EXPECT_EQ(host.watches()[0].spec.kind, WatchedKind::kConfigMaps);
+  EXPECT_EQ(host.watches()[0].spec.namespace_name, "kube-system");
+  ASSERT_EQ(host.routes().size(), 1u);
+  EXPECT_EQ(host.routes()[0].path, "/gpushare/inspect");
+  EXPECT_TRUE(host.has_metrics());
+  ASSERT_EQ(host.cluster_requirements().size(), 1u);
+  EXPECT_NE(host.cluster_requirements()[0].find("the GpuShare policy needs the Kubernetes API"),
+            std::string::npos);
+  // Without a cluster attached, the route answers 503 and the gauges are 0.
+  std::string body;
+  EXPECT_EQ(host.routes()[0].handler("", body), 503);
+  std::string metrics;
+  host.WriteMetrics(metrics);
+  EXPECT_NE(metrics.find("schedext_gpushare_memory{state=\"total\"} 0\n"), std::string::npos)
+      << metrics;
+  // Other names cannot share the accounting.
+  StatusOr<std::unique_ptr<Policy>> other =
+      NewGpuShare(json::parse(R"({"unit": "MiB"})"), context);
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(other.status().message().find("profiles[1].policies[0].args: every profile's GpuShare"),
+            std::string::npos)
+      << other.status().message();
+  // The names given become the watch: a policy of its own host.
+  PolicyHost custom;
+  context.handle = &custom;
+  ASSERT_TRUE(NewGpuShare(json::parse(R"({"unhealthyNamespace": "gpu-system"})"), context).ok());
+  EXPECT_EQ(custom.watches()[0].spec.namespace_name, "gpu-system");
 }
 
 // Through a configured profile, as the service runs it.
@@ -502,8 +555,7 @@ std::shared_ptr<const pipeline::Profile> MustBuildProfile(
     pc.args = std::make_shared<const json>(std::move(args));
     config.policies.push_back(std::move(pc));
   }
-  const model::GpuShareConvention convention;
-  auto built = pipeline::Profile::Build(config, registry, "profiles[0]", &convention);
+  auto built = pipeline::Profile::Build(config, registry, "profiles[0]");
   EXPECT_TRUE(built.ok()) << built.status().ToString();
   return built.ok() ? *built : nullptr;
 }

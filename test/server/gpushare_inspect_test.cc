@@ -1,7 +1,8 @@
 // GET /gpushare/inspect: the exact reply for a small cache fed as the
 // informers feed it, the node filter, 404 and 503, the GPU gauges, and one
-// round trip through HttpServer on loopback.
-#include "schedext/server/gpushare_inspect.h"
+// round trip through HttpServer on loopback, with the route and the gauges
+// that the GpuShare policy registers on its handle.
+#include "policy/builtin/gpushare/inspect.h"
 
 #include <memory>
 #include <string>
@@ -15,7 +16,9 @@
 
 #include "schedext/cluster/cache.h"
 #include "schedext/config/config.h"
+#include "policy/builtin/gpushare/accounting.h"
 #include "schedext/pipeline/profile.h"
+#include "schedext/policy/policy_host.h"
 #include "schedext/policy/registry.h"
 #include "schedext/server/http_server.h"
 #include "schedext/server/metrics.h"
@@ -32,7 +35,10 @@ using test::NodeBuilder;
 using test::PodBuilder;
 using test::TestArena;
 
-const model::GpuShareConvention kPlugin;
+using policy::gpushare::AppendGpuShareMetrics;
+using policy::gpushare::GpuShareInspect;
+
+const policy::gpushare::GpuShareConvention kPlugin;
 
 cluster::InformerObject GpuNode(std::string_view name, int64_t memory, int64_t count) {
   TestArena arena;
@@ -65,15 +71,26 @@ std::shared_ptr<const model::OwnedPod> GpuPod(std::string_view ns, std::string_v
   return std::make_shared<const model::OwnedPod>(pod.Build());
 }
 
-cluster::CacheOptions GpuOptions() {
+// GpuShare's accounting and ConfigMap watch: those `host`'s policies
+// registered, or (null) one of the test's own, in slot 0 either way.
+cluster::CacheOptions GpuOptions(const policy::PolicyHost* host = nullptr) {
   cluster::CacheOptions options;
-  options.gpushare = kPlugin;
+  if (host != nullptr) {
+    options.accountings = host->accountings();
+    for (const auto& watch : host->watches()) {
+      options.watches.push_back(watch.handler);
+    }
+  } else {
+    auto accounting = std::make_shared<policy::gpushare::GpuAccounting>(kPlugin);
+    options.accountings.push_back(accounting);
+    options.watches.push_back(accounting);
+  }
   return options;
 }
 
 // g1: 2 × 16 GiB; g2: 4 × 8 GiB with device 1 unhealthy; cpu-1: no GPUs.
-std::unique_ptr<cluster::ClusterCache> SmallCluster() {
-  auto cache = std::make_unique<cluster::ClusterCache>(GpuOptions());
+std::unique_ptr<cluster::ClusterCache> SmallCluster(const policy::PolicyHost* host = nullptr) {
+  auto cache = std::make_unique<cluster::ClusterCache>(GpuOptions(host));
   std::vector<cluster::InformerObject> nodes;
   nodes.push_back(GpuNode("g2", 32, 4));
   nodes.push_back(GpuNode("cpu-1", 0, 0));
@@ -91,8 +108,8 @@ std::unique_ptr<cluster::ClusterCache> SmallCluster() {
   unhealthy->data = {{"gpus", "1"}};
   cache->OnReplace(cluster::ResourceKind::kNodes, std::move(nodes));
   cache->OnReplace(cluster::ResourceKind::kPods, std::move(pods));
-  cache->OnReplace(cluster::ResourceKind::kConfigMaps,
-                   {{nullptr, nullptr, std::move(unhealthy)}});
+  cache->WatchFeed(0).OnReplace(cluster::ResourceKind::kConfigMaps,
+                                {{nullptr, nullptr, std::move(unhealthy)}});
   // A bind in flight: reserved on g1's device 1, not yet seen by the watch.
   const auto assumed = GpuPod("team", "f", "g1", 1, 6);
   const Status s = cache->Assume({assumed->info().uid, assumed->info().namespace_name,
@@ -121,7 +138,7 @@ TEST(GpuShareInspectTest, ListsEveryGpuNodeWithItsDevicesAndPods) {
   auto cache = SmallCluster();
   ASSERT_TRUE(cache->Synced());
   std::string body;
-  ASSERT_EQ(GpuShareInspect(*cache, kPlugin, "", body), 200) << body;
+  ASSERT_EQ(GpuShareInspect(cache->snapshot().get(), kPlugin, 0, "", body), 200) << body;
   // Exact bytes: the documented member order, nodes by name, compact.
   EXPECT_EQ(body, R"({"unit":"GiB","nodes":[)" + kG1.dump() + "," + kG2.dump() + "]}\n");
 }
@@ -129,17 +146,17 @@ TEST(GpuShareInspectTest, ListsEveryGpuNodeWithItsDevicesAndPods) {
 TEST(GpuShareInspectTest, OneNode) {
   auto cache = SmallCluster();
   std::string body;
-  ASSERT_EQ(GpuShareInspect(*cache, kPlugin, "g2", body), 200) << body;
+  ASSERT_EQ(GpuShareInspect(cache->snapshot().get(), kPlugin, 0, "g2", body), 200) << body;
   EXPECT_EQ(body, kG2.dump() + "\n");
 }
 
 TEST(GpuShareInspectTest, UnknownNodesAndNodesWithoutGpusAre404) {
   auto cache = SmallCluster();
   std::string body;
-  EXPECT_EQ(GpuShareInspect(*cache, kPlugin, "nope", body), 404);
+  EXPECT_EQ(GpuShareInspect(cache->snapshot().get(), kPlugin, 0, "nope", body), 404);
   EXPECT_EQ(json::parse(body),
             (json{{"Error", "gpushare inspect: node \"nope\" is unknown to schedext"}}));
-  EXPECT_EQ(GpuShareInspect(*cache, kPlugin, "cpu-1", body), 404);
+  EXPECT_EQ(GpuShareInspect(cache->snapshot().get(), kPlugin, 0, "cpu-1", body), 404);
   EXPECT_EQ(json::parse(body),
             (json{{"Error",
                    "gpushare inspect: node \"cpu-1\" has no shared GPUs (capacity "
@@ -154,16 +171,16 @@ TEST(GpuShareInspectTest, NotSyncedIs503) {
   cache.OnReplace(cluster::ResourceKind::kPods, {});
   // The ConfigMap informer has not listed yet.
   std::string body;
-  EXPECT_EQ(GpuShareInspect(cache, kPlugin, "", body), 503);
+  EXPECT_EQ(GpuShareInspect(cache.snapshot().get(), kPlugin, 0, "", body), 503);
   EXPECT_EQ(json::parse(body),
             (json{{"Error", "gpushare inspect: the cluster cache has not synced yet"}}));
-  EXPECT_EQ(GpuShareInspect(cache, kPlugin, "g1", body), 503);
+  EXPECT_EQ(GpuShareInspect(cache.snapshot().get(), kPlugin, 0, "g1", body), 503);
 }
 
 TEST(GpuShareInspectTest, GaugesSumTheDevices) {
   auto cache = SmallCluster();
   std::string out;
-  AppendGpuShareMetrics(*cache, kPlugin, out);
+  AppendGpuShareMetrics(cache->snapshot().get(), kPlugin, 0, out);
   // total 2×16 + 4×8; used 12+8+8; free: g1 4+8, g2 8+8+0 (device 1 is unhealthy).
   EXPECT_NE(out.find("\nschedext_gpushare_memory{state=\"total\"} 64\n"), std::string::npos)
       << out;
@@ -176,7 +193,8 @@ TEST(GpuShareInspectTest, GaugesSumTheDevices) {
   // Through Metrics::Render, after the request series.
   Metrics metrics({"default"});
   const cluster::ClusterCache* c = cache.get();
-  metrics.SetExtra([c](std::string& text) { AppendGpuShareMetrics(*c, kPlugin, text); });
+  metrics.SetExtra(
+      [c](std::string& text) { AppendGpuShareMetrics(c->snapshot().get(), kPlugin, 0, text); });
   std::string rendered;
   metrics.Render(rendered);
   EXPECT_NE(rendered.find("schedext_requests_total"), std::string::npos);
@@ -184,23 +202,41 @@ TEST(GpuShareInspectTest, GaugesSumTheDevices) {
 }
 
 TEST(GpuShareInspectTest, ServedOverHttp) {
-  auto cache = SmallCluster();
+  // As main wires it: the profile's GpuShare registers its accounting, watch,
+  // route and gauges on the host; the cache and the server take them from it.
+  policy::PolicyHost host;
   policy::Registry registry;
   ASSERT_TRUE(policy::RegisterBuiltinPolicies(registry).ok());
   const config::ProfileConfig config{
-      "default", {{"NodeHealth", 1, std::make_shared<const json>(json::object())}}};
-  auto profile = pipeline::Profile::Build(config, registry, "profiles[0]");
+      "default",
+      {{"NodeHealth", 1, std::make_shared<const json>(json::object())},
+       {"GpuShare", 1, std::make_shared<const json>(json::object())}}};
+  auto profile = pipeline::Profile::Build(config, registry, "profiles[0]", &host);
   ASSERT_TRUE(profile.ok()) << profile.status().ToString();
+  ASSERT_EQ(host.accountings().size(), 1u);
+  ASSERT_EQ(host.watches().size(), 1u);
+  EXPECT_EQ(host.watches()[0].spec.namespace_name, "kube-system");
+  ASSERT_EQ(host.routes().size(), 1u);
+  EXPECT_FALSE(host.cluster_requirements().empty());
+  auto cache = SmallCluster(&host);
+  const cluster::ClusterCache* c = cache.get();
+  host.AttachCluster(
+      [c]() -> std::shared_ptr<const policy::ClusterView> { return c->snapshot(); });
   ExtenderService service({*profile}, 0, cache.get(), nullptr, nullptr);
   HttpServerOptions options;
   options.server.host = "127.0.0.1";
   options.server.port = 0;
   options.server.threads = 4;
-  const cluster::ClusterCache* c = cache.get();
-  options.get_routes.push_back(
-      {"/gpushare/inspect", [c](std::string_view node, std::string& body) {
-         return GpuShareInspect(*c, kPlugin, node, body);
-       }});
+  for (const policy::PolicyHost::Route& route : host.routes()) {
+    options.get_routes.push_back({route.path, route.handler});
+  }
+  // The gauges through Metrics::Render, as main sets them.
+  Metrics metrics({"default"});
+  metrics.SetExtra([&host](std::string& text) { host.WriteMetrics(text); });
+  std::string rendered;
+  metrics.Render(rendered);
+  EXPECT_NE(rendered.find("schedext_gpushare_memory{state=\"used\"} 28\n"), std::string::npos)
+      << rendered;
   HttpServer server(service, nullptr, options);
   ASSERT_TRUE(server.Bind().ok());
   std::thread serve([&] { EXPECT_TRUE(server.Serve().ok()); });

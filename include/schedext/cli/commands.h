@@ -28,6 +28,9 @@ int ReplayCommand(const std::vector<std::string>& args, std::ostream& out, std::
 
 struct LoadedConfig {
   config::Config config;
+  // What the profiles' policies registered (GpuShare's accounting, ...);
+  // first, so it outlives the profiles.
+  std::unique_ptr<policy::PolicyHost> host;
   std::vector<std::shared_ptr<const pipeline::Profile>> profiles;
   size_t default_profile = 0;
 };
@@ -41,10 +44,12 @@ StatusOr<std::string> ReadWholeFile(const std::string& path);
 // A synced cluster cache holding the nodes of `nodes_json` and the pods of
 // `pods_json` (each a v1 List, as `kubectl get nodes -o json` prints it, or a
 // JSON array of objects; empty text: none), fed through the informers'
-// decoder, so node usage is counted exactly as the live cache counts it.
-StatusOr<std::unique_ptr<cluster::ClusterCache>> OfflineCache(std::string_view nodes_json,
-                                                              std::string_view pods_json,
-                                                              const config::Config& config);
+// decoder, so node usage is counted exactly as the live cache counts it —
+// with the accountings `host`'s policies registered (may be null: none; its
+// watches are synced empty).
+StatusOr<std::unique_ptr<cluster::ClusterCache>> OfflineCache(
+    std::string_view nodes_json, std::string_view pods_json, const config::Config& config,
+    const policy::PolicyHost* host = nullptr);
 
 }  // namespace schedext::cli
 

@@ -32,20 +32,20 @@
 // Nothing is persisted: after a restart the state comes only from the API
 // (pods' spec.nodeName), so nothing leaks or is counted twice.
 //
-// GPU sharing (CacheOptions::gpushare set). NodeUsage::gpu is kept as well:
-// every pod that counts on a node and asks for GPU memory
-// (model::GpuMemoryRequest > 0) adds its request to the device its index
-// annotation names (model::GpuDeviceIndex), or to `unassigned` without one.
-// Reservations count the same way: the FitFn of AssumeIfFits may add the
-// device annotations to the pod it reserves, so a reserved pod counts on its
-// device at once, and the watch's object (annotated by then) replaces it.
-// After a restart the per-device usage is rebuilt from the annotations of the
-// bound pods. ConfigMaps (ResourceKind::kConfigMaps) named
-// <unhealthy_prefix><node> in <unhealthy_namespace> set the node's
-// GpuUsage::unhealthy mask from their <unhealthy_key> (a node not known yet
-// gets it when it appears; a deleted ConfigMap clears it); every other
-// ConfigMap is ignored. The cache is synced only once the ConfigMap informer
-// has delivered its first list too.
+// Policy state (CacheOptions::accountings and ::watches, registered by
+// stateful policies through their PolicyHandle; policy/node_accounting.h).
+// Each node's NodeUsage::states holds one model::NodeState per accounting,
+// kept like `requested`: every pod that starts or stops counting on a node
+// (bound, reserved, confirmed, forgotten, expired, deleted, relisted) goes
+// through NodeAccounting::AddPod when the accounting Counts() it, and every
+// (re)built node entry through Refresh. Reservations count the same way: the
+// FitFn of AssumeIfFits may add annotations to the pod it reserves (GpuShare's
+// device choice), so the reservation counts as they say at once, and the
+// watch's object (annotated by then) replaces it. The objects of each extra
+// watch reach its WatchHandler through WatchFeed(i) (an InformerHandler for
+// that watch's informer), which may ask for nodes to be refreshed. The cache
+// is synced only once every watch has delivered its first list too. Every
+// accounting and handler call happens under mu_.
 //
 // Thread-safety: every method may be called from any thread. Mutations
 // (informer callbacks, Assume*, Forget, ExpireAssumed) serialise on one mutex,
@@ -72,10 +72,11 @@
 #include <vector>
 
 #include "schedext/cluster/informer.h"
-#include "schedext/model/gpushare.h"
 #include "schedext/model/node_info.h"
 #include "schedext/model/owned.h"
 #include "schedext/model/pod_info.h"
+#include "schedext/policy/cluster_view.h"
+#include "schedext/policy/node_accounting.h"
 #include "schedext/status.h"
 
 namespace schedext::cluster {
@@ -85,35 +86,37 @@ struct CacheState;  // the persistent tries; defined in cache.cc
 }
 
 // An immutable view of the cache at one moment. Pointers it returns stay valid
-// while the Snapshot is alive (hold the shared_ptr).
-class Snapshot {
+// while the Snapshot is alive (hold the shared_ptr). Policies see it as a
+// policy::ClusterView (PolicyHandle::Snapshot).
+class Snapshot final : public policy::ClusterView {
  public:
-  ~Snapshot();
+  ~Snapshot() override;
   Snapshot(const Snapshot&) = delete;
   Snapshot& operator=(const Snapshot&) = delete;
 
   // The node `name` with `usage` pointing at its NodeUsage in this snapshot;
   // nullptr when the node is unknown. No allocation.
-  const model::NodeInfo* FindNode(std::string_view name) const;
+  const model::NodeInfo* FindNode(std::string_view name) const override;
   // The pod with `uid` (bound, pending or assumed; never terminal), nullptr if
   // unknown. For an assumed pod, node_name is the node it is assumed on.
-  const model::PodInfo* FindPod(std::string_view uid) const;
+  const model::PodInfo* FindPod(std::string_view uid) const override;
   // True when `uid` is counted through an assumption, not yet confirmed.
   bool IsAssumed(std::string_view uid) const;
   // Usage counted against `name`, also for a node not (yet) known; nullptr
   // when no pod counts against it.
-  const model::NodeUsage* FindUsage(std::string_view name) const;
+  const model::NodeUsage* FindUsage(std::string_view name) const override;
 
   // Calls fn(const model::NodeInfo&) for every known node, in no order.
-  void ForEachNode(const std::function<void(const model::NodeInfo&)>& fn) const;
+  void ForEachNode(const std::function<void(const model::NodeInfo&)>& fn) const override;
   // Calls fn(pod, assumed) for every pod (bound, pending or reserved), in no
   // order. O(pods): for operator endpoints, not for the request path.
-  void ForEachPod(const std::function<void(const model::PodInfo& pod, bool assumed)>& fn) const;
+  void ForEachPod(
+      const std::function<void(const model::PodInfo& pod, bool assumed)>& fn) const override;
 
-  size_t node_count() const { return node_count_; }
+  size_t node_count() const override { return node_count_; }
   size_t pod_count() const;
   // Both informers have delivered a first complete list.
-  bool synced() const { return synced_; }
+  bool synced() const override { return synced_; }
   // Increases with every published snapshot.
   uint64_t generation() const { return generation_; }
 
@@ -133,10 +136,13 @@ struct CacheOptions {
   std::chrono::milliseconds assume_ttl{std::chrono::seconds(30)};
   // Test seam: the clock of the TTL. Default: std::chrono::steady_clock::now.
   std::function<std::chrono::steady_clock::time_point()> now;
-  // Enables the GPU-sharing accounting (NodeUsage::gpu) and the ConfigMap
-  // handling described above; nullopt: NodeUsage::gpu stays empty, ConfigMap
-  // events are ignored and not needed for Synced().
-  std::optional<model::GpuShareConvention> gpushare;
+  // The policies' per-node states, by slot (policy::PolicyHost::accountings);
+  // none may be null.
+  std::vector<std::shared_ptr<const policy::NodeAccounting>> accountings;
+  // The policies' extra watches (policy::PolicyHost::watches), fed through
+  // WatchFeed(i); none may be null. Each must deliver a first list before
+  // the cache is synced.
+  std::vector<std::shared_ptr<policy::WatchHandler>> watches;
 };
 
 // A pod to reserve on a node.
@@ -157,7 +163,9 @@ struct CacheStats {
   uint64_t generation = 0;
   bool nodes_synced = false;
   bool pods_synced = false;
-  bool config_maps_synced = false;  // always false without gpushare
+  // Every extra watch (CacheOptions::watches) has delivered a first list;
+  // true when there is none.
+  bool watches_synced = false;
   // Trie pointer slots copied while applying the last event or call: the
   // per-event cost, independent of the cluster's size (tests check it).
   size_t last_update_copied_slots = 0;
@@ -223,9 +231,13 @@ class ClusterCache final : public InformerHandler {
   size_t ExpireAssumed();
 
   // ---- InformerHandler (called by the informers' threads) ----
+  // Nodes and pods; other kinds go through WatchFeed and are ignored here.
   void OnReplace(ResourceKind kind, std::vector<InformerObject> objects) override;
   void OnUpsert(ResourceKind kind, InformerObject object) override;
   void OnDelete(ResourceKind kind, InformerObject object) override;
+  // The handler for the informer of CacheOptions::watches[watch] (which must
+  // exist); it lives as long as the cache.
+  InformerHandler& WatchFeed(size_t watch);
 
   // ---- reading by name ----
   // out[i] = the node named names[i] in one snapshot (nullptr when unknown);
@@ -236,6 +248,11 @@ class ClusterCache final : public InformerHandler {
 
  private:
   struct Index;  // the mutable bookkeeping, guarded by mu_; defined in cache.cc
+  class Feed;    // WatchFeed's handlers; defined in cache.cc
+  // One event of watch `watch`, applied under mu_ and published.
+  void ApplyWatch(size_t watch, const std::function<void(policy::WatchHandler& handler,
+                                                        policy::NodeRefresher& refresh)>& apply,
+                  bool replace);
 
   std::chrono::steady_clock::time_point Now() const;
   // Starts an update: expires due reservations, resets the copy count. Requires mu_.
@@ -253,6 +270,7 @@ class ClusterCache final : public InformerHandler {
   mutable std::mutex released_mu_;
   mutable std::vector<std::shared_ptr<const Snapshot>> released_;  // guarded by released_mu_
   std::unique_ptr<Index> index_;                          // guarded by mu_
+  std::vector<std::unique_ptr<Feed>> feeds_;              // one per watch; immutable
   std::atomic<std::shared_ptr<const Snapshot>> current_;  // written under mu_, read anywhere
 };
 

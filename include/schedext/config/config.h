@@ -16,7 +16,6 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "schedext/model/gpushare.h"
 #include "schedext/status.h"
 
 namespace schedext::config {
@@ -144,14 +143,7 @@ struct Config {
   std::vector<ProfileConfig> profiles;
   // The profile also served at /<verb>; the first profile when empty.
   std::string default_profile;
-  // Section `gpushare` (every key optional, camelCase of the fields:
-  // memoryResource, countResource, indexAnnotation, podMemoryAnnotation,
-  // deviceMemoryAnnotation, assignedAnnotation, assumeTimeAnnotation,
-  // unhealthyNamespace, unhealthyPrefix, unhealthyKey, unit). Used when a
-  // profile has the GpuShare policy.
-  model::GpuShareConvention gpushare;
-
-  // Whether some profile uses the policy `name` (e.g. "GpuShare").
+  // Whether some profile uses the policy `name` (e.g. "NodeLabel").
   bool UsesPolicy(std::string_view name) const;
 };
 

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "schedext/model/node_state.h"
 #include "schedext/model/resources.h"
 #include "schedext/model/selectors.h"
 
@@ -47,38 +48,15 @@ struct ConditionSummary {
 // The summary of `conditions` (see ConditionSummary).
 ConditionSummary SummarizeConditions(std::span<const NodeCondition> conditions);
 
-// Shared-GPU state of one node, as the cluster cache counts it when GPU sharing
-// is enabled (model/gpushare.h has the conventions and the arithmetic).
-struct GpuUsage {
-  // Per device index: Σ GPU memory (in the device plugin's unit) of the pods
-  // bound or reserved here whose index annotation names that device, and how
-  // many they are. Sized to the highest index seen (not to the node's count).
-  std::vector<int64_t> used;
-  std::vector<int32_t> pods;
-  // GPU memory of pods counted on this node that ask for GPU memory but carry
-  // no (valid) device index annotation: on no device; shown by inspect.
-  int64_t unassigned = 0;
-  // Bit i: device i is listed in the node's unhealthy ConfigMap.
-  uint64_t unhealthy = 0;
-
-  int64_t UsedOn(int device) const {
-    return device >= 0 && static_cast<size_t>(device) < used.size() ? used[device] : 0;
-  }
-  int32_t PodsOn(int device) const {
-    return device >= 0 && static_cast<size_t>(device) < pods.size() ? pods[device] : 0;
-  }
-  bool Unhealthy(int device) const {
-    return device >= 0 && device < 64 && ((unhealthy >> device) & 1U) != 0;
-  }
-};
-
 // What the pods bound or assumed on a node request, as the cluster cache counts
 // them (kube-scheduler's NodeInfo.Requested / NonZeroRequested / len(Pods)).
 struct NodeUsage {
   ResourceList requested;          // sum of the pods' EffectiveRequests
   ResourceList scoring_requested;  // sum of the pods' ScoringRequests
   int64_t pods = 0;
-  GpuUsage gpu;  // empty unless GPU sharing is enabled
+  // Stateful policies' per-node state, by the slot each registered
+  // (policy/node_accounting.h); empty when no policy keeps any.
+  NodeStates states;
 };
 
 struct NodeInfo {

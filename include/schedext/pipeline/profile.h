@@ -17,6 +17,7 @@
 
 #include "schedext/config/config.h"
 #include "schedext/policy/policy.h"
+#include "schedext/policy/policy_host.h"
 #include "schedext/policy/registry.h"
 #include "schedext/status.h"
 
@@ -73,10 +74,13 @@ class Profile {
   // policy names and that every policy has at least one hook. Errors name the
   // field: `profiles[0].policies[2]: unknown policy "NodeLable" (known: ...)`.
   // `path` is the profile's place in the configuration ("profiles[0]").
-  // `gpushare` (may be null) is handed to the factories (PolicyContext).
+  // `handle` (may be null) is lent to the factories (PolicyContext::handle)
+  // and must outlive the profile; null: the profile owns a private
+  // PolicyHost, whose registrations reach nothing (for tests and
+  // --check-config).
   static StatusOr<std::shared_ptr<const Profile>> Build(
       const config::ProfileConfig& config, const policy::Registry& registry,
-      std::string_view path, const model::GpuShareConvention* gpushare = nullptr);
+      std::string_view path, policy::PolicyHandle* handle = nullptr);
 
   const std::string& name() const { return name_; }
   std::span<const std::unique_ptr<policy::Policy>> policies() const { return policies_; }
@@ -114,9 +118,15 @@ class Profile {
   // bind, after CheckFit passed, in the same critical section: each policy's
   // ReserveHook in configured order; the first refusal is returned as
   // "<policy>: <message>" (nothing appended by later hooks). The annotations
-  // of all hooks are appended to `out`.
+  // of all hooks are appended to `out`. `*reserved` (may be null) gets how
+  // many hooks' Reserve succeeded (all of them, or those before a refusal):
+  // what Unreserve must undo.
   std::optional<std::string> Reserve(const model::PodInfo& pod, const model::NodeInfo& node,
-                                     policy::PodAnnotations& out) const;
+                                     policy::PodAnnotations& out,
+                                     size_t* reserved = nullptr) const;
+  // The bind gave up: Unreserve of the first `reserved` ReserveHooks, last
+  // first. Outside every lock.
+  void Unreserve(const model::PodInfo& pod, std::string_view node, size_t reserved) const;
 
   // Explain mode (explain.h; in src/pipeline/explain.cc): the same hooks as
   // RunFilters and RunScorers on `nodes`, keeping every verdict and score.
@@ -153,6 +163,9 @@ class Profile {
   Profile() = default;
 
   std::string name_;
+  // The handle when Build's caller gave none; declared before the policies,
+  // so it outlives them.
+  std::unique_ptr<policy::PolicyHost> own_host_;
   std::vector<std::unique_ptr<policy::Policy>> policies_;
   std::vector<NamedFilter> filters_;
   std::vector<WeightedScorer> scorers_;

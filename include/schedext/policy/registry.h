@@ -13,7 +13,6 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "schedext/model/gpushare.h"
 #include "schedext/policy/handle.h"
 #include "schedext/policy/policy.h"
 #include "schedext/status.h"
@@ -25,9 +24,6 @@ struct PolicyContext {
   // Prefix for error messages about the arguments, e.g.
   // "profiles[0].policies[1].args".
   std::string args_path = "args";
-  // GPU sharing's names (config section `gpushare`); never null when built
-  // from a configuration (tests may leave it null: the defaults apply).
-  const model::GpuShareConvention* gpushare = nullptr;
   // The handle a stateful policy registers its cluster state, routes,
   // metrics, readiness and background work through (handle.h); lent for the
   // factory call, the object outlives the policy. Never null when built by

@@ -16,13 +16,6 @@
 #include <string_view>
 #include <vector>
 
-namespace schedext::cluster {
-class ClusterCache;
-}
-namespace schedext::model {
-struct GpuShareConvention;
-}
-
 namespace schedext::server {
 
 // kExplain: POST /<profile>/explain (src/explain/), not an extender verb.
@@ -89,15 +82,6 @@ class Metrics {
   std::function<bool()> leader_;
   std::function<uint64_t()> leader_transitions_;
 };
-
-// Appends the cluster-wide GPU-sharing gauges of the cache's latest snapshot:
-// schedext_gpushare_memory{state="total|used|free"} (in the convention's unit,
-// over the devices of every node with GPUs; free floored at 0 per device and
-// counting healthy devices only), schedext_gpushare_devices{health=...} and
-// schedext_gpushare_unassigned_memory (pods asking for GPU memory on no
-// device). O(nodes): for scrapes, not the request path.
-void AppendGpuShareMetrics(const cluster::ClusterCache& cache,
-                           const model::GpuShareConvention& convention, std::string& out);
 
 }  // namespace schedext::server
 

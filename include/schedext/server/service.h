@@ -13,6 +13,7 @@
 #ifndef SCHEDEXT_SERVER_SERVICE_H_
 #define SCHEDEXT_SERVER_SERVICE_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -21,6 +22,7 @@
 #include "schedext/cluster/binder.h"
 #include "schedext/cluster/cache.h"
 #include "schedext/cluster/pod_annotator.h"
+#include "schedext/pipeline/bind_cycle.h"
 #include "schedext/pipeline/profile.h"
 #include "schedext/server/metrics.h"
 #include "schedext/wire/decoder.h"
@@ -78,11 +80,15 @@ class ExtenderService {
   // get their usage from it, preempt resolves victims' UIDs in it, and bind
   // reserves the pod on its node (with the profile's ReserveHook annotations)
   // before calling `binder`; reserved annotations are written through
-  // `annotator` first and removed again when the bind fails.
-  ExtenderService(std::vector<std::shared_ptr<const pipeline::Profile>> profiles,
-                  size_t default_profile, cluster::ClusterCache* cache,
-                  cluster::PodBinder* binder, Metrics* metrics,
-                  cluster::PodAnnotator* annotator = nullptr);
+  // `annotator` first and removed again when the bind fails: the
+  // pipeline::BindCycle over these three runs the bind verb. `on_bound`
+  // (may be empty) is told of every pod bound (policy::PolicyHost's
+  // NotifyPodBound).
+  ExtenderService(
+      std::vector<std::shared_ptr<const pipeline::Profile>> profiles, size_t default_profile,
+      cluster::ClusterCache* cache, cluster::PodBinder* binder, Metrics* metrics,
+      cluster::PodAnnotator* annotator = nullptr,
+      std::function<void(const model::PodInfo& pod, std::string_view node)> on_bound = {});
   ~ExtenderService();
 
   // Index of the profile named `name`; "" means the default profile. -1 when
@@ -122,6 +128,7 @@ class ExtenderService {
   cluster::PodBinder* binder_;
   Metrics* metrics_;
   cluster::PodAnnotator* annotator_;
+  std::unique_ptr<pipeline::BindCycle> bind_cycle_;
   // Rate limits of the request warnings (counted in metrics_).
   std::unique_ptr<LogLimiter> bad_request_log_;
   std::unique_ptr<LogLimiter> failed_request_log_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -13,13 +14,27 @@
 #include <vector>
 
 #include "policy/args.h"
-#include "schedext/model/gpushare.h"
+#include "policy/builtin/gpushare/accounting.h"
+#include "policy/builtin/gpushare/convention.h"
+#include "policy/builtin/gpushare/inspect.h"
 #include "schedext/model/quantity.h"
 
 namespace schedext::policy {
 namespace {
 
+using gpushare::GpuDeviceIndex;
+using gpushare::GpuMemoryRequest;
+using gpushare::GpuPlacement;
+using gpushare::GpuShape;
+using gpushare::GpuShareConvention;
+using gpushare::GpuUsage;
+using gpushare::NodeGpuShape;
+using gpushare::PlaceOnGpu;
+using gpushare::UsageOf;
 using model::Int128;
+
+// The usage of a node nothing GPU-related is counted on.
+const GpuUsage kNoGpuUsage;
 
 constexpr std::string_view kName = "GpuShare";
 
@@ -66,8 +81,8 @@ size_t DigitCount(int64_t value) {
 }
 
 bool OnDevice(const model::PodInfo& victim, int device,
-              const model::GpuShareConvention& convention) {
-  const std::optional<int> index = model::GpuDeviceIndex(victim, convention);
+              const GpuShareConvention& convention) {
+  const std::optional<int> index = GpuDeviceIndex(victim, convention);
   return index.has_value() && *index == device;
 }
 
@@ -86,11 +101,11 @@ Int128 FreeAfter(int64_t device_memory, int64_t used, Int128 freed) {
 // it is not empty (others are left as they are). Allocation-free.
 int NeededOnDevice(int device, int64_t device_memory, int64_t used, int64_t request,
                    std::span<const model::PodInfo> victims,
-                   const model::GpuShareConvention& convention, std::span<uint8_t> needed) {
+                   const GpuShareConvention& convention, std::span<uint8_t> needed) {
   Int128 freed = 0;
   for (const model::PodInfo& victim : victims) {
     if (OnDevice(victim, device, convention)) {
-      freed += model::GpuMemoryRequest(victim, convention);
+      freed += GpuMemoryRequest(victim, convention);
     }
   }
   if (FreeAfter(device_memory, used, freed) < request) {
@@ -98,7 +113,7 @@ int NeededOnDevice(int device, int64_t device_memory, int64_t used, int64_t requ
   }
   int count = 0;
   for (size_t i = 0; i < victims.size(); ++i) {
-    const int64_t memory = model::GpuMemoryRequest(victims[i], convention);
+    const int64_t memory = GpuMemoryRequest(victims[i], convention);
     if (memory == 0 || !OnDevice(victims[i], device, convention)) {
       continue;
     }
@@ -120,8 +135,8 @@ class GpuShare final : public Policy,
                        public PreemptHook,
                        public ReserveHook {
  public:
-  GpuShare(model::GpuShareConvention convention, Scoring scoring)
-      : convention_(std::move(convention)), scoring_(scoring) {}
+  GpuShare(GpuShareConvention convention, Scoring scoring, NodeStateSlot slot)
+      : convention_(std::move(convention)), scoring_(scoring), slot_(slot) {}
 
   std::string_view Name() const override { return kName; }
   const FilterHook* AsFilter() const override { return this; }
@@ -132,7 +147,7 @@ class GpuShare final : public Policy,
   // FilterHook
   Status PreFilter(RequestState& state, const model::PodInfo& pod) const override {
     auto data = std::make_unique<FilterState>();
-    data->request = model::GpuMemoryRequest(pod, convention_);
+    data->request = GpuMemoryRequest(pod, convention_);
     if (data->request > 0) {
       BuildReasons(*data);
     }
@@ -152,11 +167,12 @@ class GpuShare final : public Policy,
     if (data->request == 0) {
       return Verdict::Success();
     }
-    const model::GpuShape shape = model::NodeGpuShape(node, convention_);
+    const GpuShape shape = NodeGpuShape(node, convention_);
     if (!shape.has_gpus()) {
       return Verdict::Unresolvable(kNoSharedGpu);
     }
-    const model::GpuPlacement placement = model::PlaceOnGpu(shape, &node.usage->gpu, data->request);
+    const GpuPlacement placement =
+        PlaceOnGpu(shape, UsageOf(node, slot_, kNoGpuUsage), data->request);
     if (placement.device >= 0) {
       return Verdict::Success();
     }
@@ -178,7 +194,7 @@ class GpuShare final : public Policy,
   Status PreScore(RequestState& state, const model::PodInfo& pod,
                   NodeSpan /*nodes*/) const override {
     auto data = std::make_unique<ScoreState>();
-    data->request = model::GpuMemoryRequest(pod, convention_);
+    data->request = GpuMemoryRequest(pod, convention_);
     state.Set(ScoreKey(), std::move(data));
     return OkStatus();
   }
@@ -187,16 +203,16 @@ class GpuShare final : public Policy,
                 const model::NodeInfo& node) const override {
     const ScoreState* data = state.GetAs<ScoreState>(ScoreKey());
     const int64_t request =
-        data != nullptr ? data->request : model::GpuMemoryRequest(pod, convention_);
+        data != nullptr ? data->request : GpuMemoryRequest(pod, convention_);
     if (request == 0) {
       return 0;
     }
-    const model::GpuShape shape = model::NodeGpuShape(node, convention_);
+    const GpuShape shape = NodeGpuShape(node, convention_);
     if (!shape.has_gpus()) {
       return 0;
     }
-    const model::GpuUsage* usage = node.usage != nullptr ? &node.usage->gpu : nullptr;
-    const model::GpuPlacement placement = model::PlaceOnGpu(shape, usage, request);
+    const GpuUsage* usage = UsageOf(node, slot_, kNoGpuUsage);
+    const GpuPlacement placement = PlaceOnGpu(shape, usage, request);
     if (placement.device < 0) {
       return 0;
     }
@@ -232,12 +248,12 @@ class GpuShare final : public Policy,
     std::fill(needed.begin(), needed.end(), 0);
     // The pipeline runs no PreFilter for filters that eviction can help, so
     // the request is read here (it is cheap).
-    const int64_t request = model::GpuMemoryRequest(preemptor, convention_);
+    const int64_t request = GpuMemoryRequest(preemptor, convention_);
     if (request == 0) {
       return Verdict::Success();
     }
-    const model::GpuShape shape = model::NodeGpuShape(node, convention_);
-    const model::GpuUsage& gpu = node.usage->gpu;
+    const GpuShape shape = NodeGpuShape(node, convention_);
+    const GpuUsage& gpu = *UsageOf(node, slot_, kNoGpuUsage);
     int best = -1;
     int best_count = 0;
     for (int device = 0; device < shape.count && shape.device_memory >= request; ++device) {
@@ -262,7 +278,7 @@ class GpuShare final : public Policy,
   // ReserveHook
   Status Reserve(const model::PodInfo& pod, const model::NodeInfo& node,
                  PodAnnotations& out) const override {
-    const int64_t request = model::GpuMemoryRequest(pod, convention_);
+    const int64_t request = GpuMemoryRequest(pod, convention_);
     if (request == 0) {
       return OkStatus();
     }
@@ -271,8 +287,8 @@ class GpuShare final : public Policy,
     if (node.usage == nullptr) {
       return FailedPreconditionError(std::string(kNeedsClusterCache));
     }
-    const model::GpuShape shape = model::NodeGpuShape(node, convention_);
-    const model::GpuPlacement placement = model::PlaceOnGpu(shape, &node.usage->gpu, request);
+    const GpuShape shape = NodeGpuShape(node, convention_);
+    const GpuPlacement placement = PlaceOnGpu(shape, UsageOf(node, slot_, kNoGpuUsage), request);
     if (placement.device < 0) {
       return FailedPreconditionError("no GPU with " + Amount(request) + " free on node " +
                                      std::string(node.name) + " (largest free " +
@@ -323,23 +339,130 @@ class GpuShare final : public Policy,
     }
   }
 
-  const model::GpuShareConvention convention_;
+  const GpuShareConvention convention_;
   const Scoring scoring_;
+  // Where the shared accounting keeps each node's GpuUsage.
+  const NodeStateSlot slot_;
+};
+
+// What every profile's GpuShare shares (PolicyHandle::Shared): one
+// accounting in the cache, one ConfigMap watch, one route, one set of gauges.
+struct SharedState {
+  GpuShareConvention convention;
+  NodeStateSlot slot = 0;
+};
+
+constexpr std::string_view kNeedsCluster =
+    "the GpuShare policy needs the Kubernetes API (it counts GPU memory from the pods' "
+    "annotations and annotates the pods it binds)";
+
+// Registers the accounting, the watch, the route and the gauges.
+StatusOr<std::shared_ptr<SharedState>> MakeShared(const GpuShareConvention& convention,
+                                             PolicyHandle& handle) {
+  auto shared = std::make_shared<SharedState>();
+  shared->convention = convention;
+  auto accounting = std::make_shared<gpushare::GpuAccounting>(convention);
+  SCHEDEXT_ASSIGN_OR_RETURN(shared->slot, handle.AddNodeAccounting(accounting));
+  // Only the namespace of the unhealthy-GPU ConfigMaps: a cluster-wide
+  // ConfigMap watch would carry every application's configuration.
+  SCHEDEXT_RETURN_IF_ERROR(
+      handle.Watch({WatchedKind::kConfigMaps, convention.unhealthy_namespace, "", ""},
+                   accounting));
+  handle.RequireCluster(std::string(kNeedsCluster));
+  const NodeStateSlot slot = shared->slot;
+  PolicyHandle* h = &handle;
+  SCHEDEXT_RETURN_IF_ERROR(handle.AddGetRoute(
+      "/gpushare/inspect", [h, convention, slot](std::string_view node, std::string& body) {
+        const std::shared_ptr<const ClusterView> view = h->Snapshot();
+        return gpushare::GpuShareInspect(view.get(), convention, slot, node, body);
+      }));
+  handle.AddMetrics([h, convention, slot](std::string& out) {
+    const std::shared_ptr<const ClusterView> view = h->Snapshot();
+    gpushare::AppendGpuShareMetrics(view.get(), convention, slot, out);
+  });
+  return shared;
+}
+
+// A DNS-1123 label, as namespace names are.
+bool IsNamespaceName(std::string_view name) {
+  if (name.empty() || name.size() > 63 || name.front() == '-' || name.back() == '-') {
+    return false;
+  }
+  for (const char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The convention's fields, as args keys.
+struct ConventionField {
+  std::string_view key;
+  std::string GpuShareConvention::*field;
+};
+constexpr ConventionField kConventionFields[] = {
+    {"memoryResource", &GpuShareConvention::memory_resource},
+    {"countResource", &GpuShareConvention::count_resource},
+    {"indexAnnotation", &GpuShareConvention::index_annotation},
+    {"podMemoryAnnotation", &GpuShareConvention::pod_memory_annotation},
+    {"deviceMemoryAnnotation", &GpuShareConvention::device_memory_annotation},
+    {"assignedAnnotation", &GpuShareConvention::assigned_annotation},
+    {"assumeTimeAnnotation", &GpuShareConvention::assume_time_annotation},
+    {"unhealthyNamespace", &GpuShareConvention::unhealthy_namespace},
+    {"unhealthyPrefix", &GpuShareConvention::unhealthy_prefix},
+    {"unhealthyKey", &GpuShareConvention::unhealthy_key},
+    {"unit", &GpuShareConvention::unit},
 };
 
 }  // namespace
 
 StatusOr<std::unique_ptr<Policy>> NewGpuShare(const nlohmann::json& args,
                                               const PolicyContext& context) {
-  SCHEDEXT_ASSIGN_OR_RETURN(ArgsReader reader,
-                            ArgsReader::Make(args, context.args_path, {"scoring"}));
+  // The keys of kConventionFields, after "scoring".
+  SCHEDEXT_ASSIGN_OR_RETURN(
+      ArgsReader reader,
+      ArgsReader::Make(args, context.args_path,
+                       {"scoring", "memoryResource", "countResource", "indexAnnotation",
+                        "podMemoryAnnotation", "deviceMemoryAnnotation", "assignedAnnotation",
+                        "assumeTimeAnnotation", "unhealthyNamespace", "unhealthyPrefix",
+                        "unhealthyKey", "unit"}));
   SCHEDEXT_ASSIGN_OR_RETURN(std::optional<std::string_view> scoring,
                             reader.Enum("scoring", {"binpack", "spread"}));
   const Scoring mode =
       scoring.value_or("binpack") == "spread" ? Scoring::kSpread : Scoring::kBinpack;
-  model::GpuShareConvention convention =
-      context.gpushare != nullptr ? *context.gpushare : model::GpuShareConvention{};
-  return std::unique_ptr<Policy>(std::make_unique<GpuShare>(std::move(convention), mode));
+  GpuShareConvention convention;
+  for (const ConventionField& f : kConventionFields) {
+    SCHEDEXT_ASSIGN_OR_RETURN(std::optional<std::string> value, reader.String(f.key));
+    if (!value.has_value()) {
+      continue;
+    }
+    if (value->empty()) {
+      return reader.FieldError(f.key, "must not be empty");
+    }
+    convention.*f.field = std::move(*value);
+  }
+  if (!IsNamespaceName(convention.unhealthy_namespace)) {
+    return reader.FieldError("unhealthyNamespace", "\"" + convention.unhealthy_namespace +
+                                                       "\" is not a valid namespace name");
+  }
+  if (context.handle == nullptr) {
+    // Nothing to register with (a caller outside Profile::Build): no slot of
+    // any NodeUsage is this policy's, so it sees no GPU usage anywhere.
+    return std::unique_ptr<Policy>(std::make_unique<GpuShare>(
+        std::move(convention), mode, std::numeric_limits<NodeStateSlot>::max()));
+  }
+  PolicyHandle& handle = *context.handle;
+  SCHEDEXT_ASSIGN_OR_RETURN(
+      std::shared_ptr<SharedState> shared,
+      handle.Shared<SharedState>(kName, [&]() { return MakeShared(convention, handle); }));
+  if (!(shared->convention == convention)) {
+    return reader.Error(
+        "every profile's GpuShare must give the same device-plugin names (memoryResource, "
+        "annotations, unhealthy ConfigMaps, unit): they share one GPU accounting");
+  }
+  return std::unique_ptr<Policy>(std::make_unique<GpuShare>(std::move(convention), mode,
+                                                             shared->slot));
 }
 
 }  // namespace schedext::policy

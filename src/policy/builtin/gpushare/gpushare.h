@@ -4,7 +4,7 @@
 // scores them, picks victims on one device for preemption, and at bind
 // reserves a device by annotating the pod the way the plugin expects.
 //
-// Compatibility with the device plugin (model/gpushare.h has the conventions):
+// Compatibility with the device plugin (convention.h has the conventions):
 // every device of a node holds capacity[gpu-mem] / capacity[gpu-count]
 // (integer division), a pod's request must fit on ONE device, and the device
 // is chosen by best fit — the healthy device with the least free memory that
@@ -14,6 +14,20 @@
 //
 // args (JSON object; unknown keys are errors):
 //   scoring: "binpack" (default) | "spread"
+//   the device plugin's names, each a non-empty string (convention.h has
+//   the defaults): memoryResource, countResource, indexAnnotation,
+//   podMemoryAnnotation, deviceMemoryAnnotation, assignedAnnotation,
+//   assumeTimeAnnotation, unhealthyNamespace, unhealthyPrefix, unhealthyKey,
+//   unit. Every profile's GpuShare must give the same names: they share one
+//   accounting.
+//
+// Through its PolicyHandle (once, shared by every profile's instance):
+//   * per-node GPU state in the cluster cache (accounting.h): per-device
+//     memory of the pods counted on the node, and its unhealthy devices from
+//     a watch of the ConfigMaps of unhealthyNamespace;
+//   * GET /gpushare/inspect[/<node>] and the schedext_gpushare_* gauges
+//     (inspect.h);
+//   * RequireCluster: schedext refuses to start without the Kubernetes API.
 //
 // Pods that ask for no GPU memory pass the filter, score 0 on every node
 // (neutral: no GPU node is preferred or avoided), need none of the victims in
@@ -71,8 +85,10 @@
 namespace schedext::policy {
 
 // Builds the policy from its `args`; kInvalidArgument naming the field (under
-// context.args_path) for invalid args. Copies *context.gpushare (the defaults
-// when null). The policy is immutable and thread-safe.
+// context.args_path) for invalid args, or when another profile's GpuShare
+// gave other names. Registers through *context.handle; without a handle it
+// registers nothing and sees no GPU usage (Profile::Build always gives one).
+// The policy is immutable and thread-safe.
 StatusOr<std::unique_ptr<Policy>> NewGpuShare(const nlohmann::json& args,
                                               const PolicyContext& context);
 

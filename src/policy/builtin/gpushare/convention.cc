@@ -1,9 +1,9 @@
-#include "schedext/model/gpushare.h"
+#include "policy/builtin/gpushare/convention.h"
 
 #include <algorithm>
 #include <charconv>
 
-namespace schedext::model {
+namespace schedext::policy::gpushare {
 namespace {
 
 // A device index as strconv.Atoi reads it, limited to [0, kMaxGpuDevices).
@@ -103,4 +103,4 @@ GpuPlacement PlaceOnGpu(const GpuShape& shape, const GpuUsage* usage, int64_t re
   return placement;
 }
 
-}  // namespace schedext::model
+}  // namespace schedext::policy::gpushare

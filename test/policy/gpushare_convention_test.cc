@@ -1,6 +1,7 @@
-// model/gpushare: the pod's request and device index, the node's device shape,
-// unhealthy ConfigMaps (name and value), and best-fit placement.
-#include "schedext/model/gpushare.h"
+// GpuShare's conventions (convention.h): the pod's request and device index,
+// the node's device shape, unhealthy ConfigMaps (name and value), and best-fit
+// placement.
+#include "policy/builtin/gpushare/convention.h"
 
 #include <gtest/gtest.h>
 
@@ -13,6 +14,18 @@
 
 namespace schedext::model {
 namespace {
+
+using policy::gpushare::GpuDeviceIndex;
+using policy::gpushare::GpuMemoryRequest;
+using policy::gpushare::GpuPlacement;
+using policy::gpushare::GpuShape;
+using policy::gpushare::GpuShareConvention;
+using policy::gpushare::GpuUsage;
+using policy::gpushare::kMaxGpuDevices;
+using policy::gpushare::NodeGpuShape;
+using policy::gpushare::ParseUnhealthyDevices;
+using policy::gpushare::PlaceOnGpu;
+using policy::gpushare::UnhealthyConfigMapNode;
 
 using ::schedext::test::NodeBuilder;
 using ::schedext::test::PodBuilder;

@@ -2,7 +2,7 @@
 // dashboard, never on the scheduling path. It walks every pod of one snapshot
 // (O(pods)) and builds the reply with nlohmann::ordered_json, whose member
 // order follows insertion, so the documented field order holds.
-#include "schedext/server/gpushare_inspect.h"
+#include "policy/builtin/gpushare/inspect.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -15,9 +15,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "schedext/wire/encoder.h"
+#include "policy/builtin/gpushare/accounting.h"
 
-namespace schedext::server {
+namespace schedext::policy::gpushare {
 namespace {
 
 using OrderedJson = nlohmann::ordered_json;
@@ -35,20 +35,21 @@ struct PodEntry {
 
 struct NodeEntry {
   const model::NodeInfo* node = nullptr;
-  model::GpuShape shape;
+  GpuShape shape;
   // Per device index; a pod without a valid index is counted by the cache as
   // unassigned and listed on no device.
   std::map<int, std::vector<PodEntry>> pods;
 };
 
 int ErrorReply(int status, std::string_view message, std::string& body) {
-  body.clear();
-  wire::AppendErrorBody(message, body);
+  OrderedJson reply;
+  reply["Error"] = message;
+  body = reply.dump(-1, ' ', false, kReplace);
   body.push_back('\n');
   return status;
 }
 
-OrderedJson DeviceJson(int index, const NodeEntry& entry, const model::GpuUsage* gpu,
+OrderedJson DeviceJson(int index, const NodeEntry& entry, const GpuUsage* gpu,
                        std::vector<PodEntry>* pods) {
   // A device beyond the node's count only shows up when a pod's annotation
   // names it (a stale index after the node lost GPUs); it has no memory.
@@ -79,10 +80,10 @@ OrderedJson DeviceJson(int index, const NodeEntry& entry, const model::GpuUsage*
   return device;
 }
 
-OrderedJson NodeJson(NodeEntry& entry) {
+OrderedJson NodeJson(NodeEntry& entry, NodeStateSlot slot) {
   // The cache's nodes carry their usage (null only without a cluster cache).
-  const model::NodeUsage* usage = entry.node->usage;
-  const model::GpuUsage* gpu = usage != nullptr ? &usage->gpu : nullptr;
+  static const GpuUsage kNothing;
+  const GpuUsage* gpu = UsageOf(*entry.node, slot, kNothing);
   int devices = entry.shape.count;
   if (gpu != nullptr) {
     for (int i = entry.shape.count; i < static_cast<int>(gpu->used.size()); ++i) {
@@ -123,25 +124,23 @@ OrderedJson NodeJson(NodeEntry& entry) {
 
 }  // namespace
 
-int GpuShareInspect(const cluster::ClusterCache& cache,
-                    const model::GpuShareConvention& convention, std::string_view node,
-                    std::string& body) {
-  const std::shared_ptr<const cluster::Snapshot> snapshot = cache.snapshot();
-  if (!snapshot->synced()) {
+int GpuShareInspect(const ClusterView* snapshot, const GpuShareConvention& convention,
+                    NodeStateSlot slot, std::string_view node, std::string& body) {
+  if (snapshot == nullptr || !snapshot->synced()) {
     return ErrorReply(503, "gpushare inspect: the cluster cache has not synced yet", body);
   }
   std::map<std::string_view, NodeEntry> nodes;  // sorted by name
   if (node.empty()) {
     snapshot->ForEachNode([&](const model::NodeInfo& n) {
-      const model::GpuShape shape = model::NodeGpuShape(n, convention);
+      const GpuShape shape = NodeGpuShape(n, convention);
       if (shape.has_gpus()) {
         nodes[n.name] = NodeEntry{&n, shape, {}};
       }
     });
   } else {
     const model::NodeInfo* n = snapshot->FindNode(node);
-    const model::GpuShape shape =
-        n != nullptr ? model::NodeGpuShape(*n, convention) : model::GpuShape{};
+    const GpuShape shape =
+        n != nullptr ? NodeGpuShape(*n, convention) : GpuShape{};
     if (!shape.has_gpus()) {
       std::string message = "gpushare inspect: node \"";
       message.append(node).append(n == nullptr ? "\" is unknown to schedext"
@@ -160,8 +159,8 @@ int GpuShareInspect(const cluster::ClusterCache& cache,
     if (it == nodes.end()) {
       return;
     }
-    const int64_t memory = model::GpuMemoryRequest(pod, convention);
-    const std::optional<int> index = model::GpuDeviceIndex(pod, convention);
+    const int64_t memory = GpuMemoryRequest(pod, convention);
+    const std::optional<int> index = GpuDeviceIndex(pod, convention);
     if (memory <= 0 || !index) {
       return;
     }
@@ -169,13 +168,13 @@ int GpuShareInspect(const cluster::ClusterCache& cache,
   });
 
   if (!node.empty()) {
-    body = NodeJson(nodes.begin()->second).dump(-1, ' ', false, kReplace);
+    body = NodeJson(nodes.begin()->second, slot).dump(-1, ' ', false, kReplace);
   } else {
     OrderedJson reply;
     reply["unit"] = convention.unit;
     OrderedJson list = OrderedJson::array();
     for (auto& [name, entry] : nodes) {
-      list.push_back(NodeJson(entry));
+      list.push_back(NodeJson(entry, slot));
     }
     reply["nodes"] = std::move(list);
     body = reply.dump(-1, ' ', false, kReplace);
@@ -184,4 +183,58 @@ int GpuShareInspect(const cluster::ClusterCache& cache,
   return 200;
 }
 
-}  // namespace schedext::server
+void AppendGpuShareMetrics(const ClusterView* snapshot, const GpuShareConvention& convention,
+                           NodeStateSlot slot, std::string& out) {
+  static const GpuUsage kNothing;
+  int64_t total = 0;
+  int64_t used = 0;
+  int64_t free = 0;
+  int64_t unassigned = 0;
+  uint64_t healthy = 0;
+  uint64_t unhealthy = 0;
+  auto count = [&](const model::NodeInfo& node) {
+    const GpuShape shape = NodeGpuShape(node, convention);
+    if (!shape.has_gpus()) {
+      return;
+    }
+    const GpuUsage* gpu = UsageOf(node, slot, kNothing);
+    for (int i = 0; i < shape.count; ++i) {
+      const int64_t on_device = gpu != nullptr ? gpu->UsedOn(i) : 0;
+      const bool sick = gpu != nullptr && gpu->Unhealthy(i);
+      total += shape.device_memory;
+      used += on_device;
+      if (sick) {
+        ++unhealthy;
+      } else {
+        ++healthy;
+        free += std::max<int64_t>(0, shape.device_memory - on_device);
+      }
+    }
+    unassigned += gpu != nullptr ? gpu->unassigned : 0;
+  };
+  if (snapshot != nullptr) {
+    snapshot->ForEachNode(count);
+  }
+  auto gauge = [&out](std::string_view series, int64_t value) {
+    out.append(series).push_back(' ');
+    out.append(std::to_string(std::max<int64_t>(0, value)));
+    out.push_back('\n');
+  };
+  out.append("# HELP schedext_gpushare_memory Shared GPU memory of the nodes with GPUs (unit: ")
+      .append(convention.unit)
+      .append(").\n# TYPE schedext_gpushare_memory gauge\n");
+  gauge("schedext_gpushare_memory{state=\"total\"}", total);
+  gauge("schedext_gpushare_memory{state=\"used\"}", used);
+  gauge("schedext_gpushare_memory{state=\"free\"}", free);
+  out.append(
+      "# HELP schedext_gpushare_devices GPU devices of the nodes with GPUs, by health (the "
+      "unhealthy ConfigMaps).\n# TYPE schedext_gpushare_devices gauge\n");
+  gauge("schedext_gpushare_devices{health=\"healthy\"}", static_cast<int64_t>(healthy));
+  gauge("schedext_gpushare_devices{health=\"unhealthy\"}", static_cast<int64_t>(unhealthy));
+  out.append(
+      "# HELP schedext_gpushare_unassigned_memory GPU memory of pods counted on a node without "
+      "a device index annotation.\n# TYPE schedext_gpushare_unassigned_memory gauge\n");
+  gauge("schedext_gpushare_unassigned_memory", unassigned);
+}
+
+}  // namespace schedext::policy::gpushare

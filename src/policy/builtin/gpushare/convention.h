@@ -1,7 +1,8 @@
 // GPU memory sharing: the conventions of the gpushare device plugin
 // (AliyunContainerService/gpushare-device-plugin) and the arithmetic every
-// layer shares — the cluster cache counting per-device usage, the GpuShare
-// policy filtering and scoring, bind choosing a device, /gpushare/inspect.
+// part of the GpuShare policy shares — the per-device accounting it keeps in
+// the cluster cache, filtering and scoring, Reserve choosing a device,
+// /gpushare/inspect and the gauges.
 //
 // The device plugin's model: a node advertises status.capacity
 // `aliyun.com/gpu-mem` (total GPU memory of the node, in the plugin's unit,
@@ -14,25 +15,54 @@
 // (ASSIGNED=false, oldest ASSUME_TIME with that request) and flips ASSIGNED.
 //
 // Thread-safety: plain values and pure functions.
-#ifndef SCHEDEXT_MODEL_GPUSHARE_H_
-#define SCHEDEXT_MODEL_GPUSHARE_H_
+#ifndef SCHEDEXT_POLICY_BUILTIN_GPUSHARE_CONVENTION_H_
+#define SCHEDEXT_POLICY_BUILTIN_GPUSHARE_CONVENTION_H_
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "schedext/model/node_info.h"
 #include "schedext/model/pod_info.h"
 
-namespace schedext::model {
+namespace schedext::policy::gpushare {
+
+using model::NodeInfo;
+using model::PodInfo;
 
 // Device indexes are bits of a 64-bit mask (GpuUsage::unhealthy) and the
 // device count of a node is clamped to it.
 inline constexpr int kMaxGpuDevices = 64;
 
-// Every name is configurable (config section `gpushare`); the defaults are the
-// device plugin's.
+// Shared-GPU state of one node, as the policy's accounting counts it in the
+// cluster cache (accounting.h).
+struct GpuUsage {
+  // Per device index: Σ GPU memory (in the device plugin's unit) of the pods
+  // bound or reserved here whose index annotation names that device, and how
+  // many they are. Sized to the highest index seen (not to the node's count).
+  std::vector<int64_t> used;
+  std::vector<int32_t> pods;
+  // GPU memory of pods counted on this node that ask for GPU memory but carry
+  // no (valid) device index annotation: on no device; shown by inspect.
+  int64_t unassigned = 0;
+  // Bit i: device i is listed in the node's unhealthy ConfigMap.
+  uint64_t unhealthy = 0;
+
+  int64_t UsedOn(int device) const {
+    return device >= 0 && static_cast<size_t>(device) < used.size() ? used[device] : 0;
+  }
+  int32_t PodsOn(int device) const {
+    return device >= 0 && static_cast<size_t>(device) < pods.size() ? pods[device] : 0;
+  }
+  bool Unhealthy(int device) const {
+    return device >= 0 && device < kMaxGpuDevices && ((unhealthy >> device) & 1U) != 0;
+  }
+};
+
+// Every name is configurable (the policy's args, gpushare.h); the defaults
+// are the device plugin's.
 struct GpuShareConvention {
   std::string memory_resource = "aliyun.com/gpu-mem";
   std::string count_resource = "aliyun.com/gpu-count";
@@ -48,6 +78,8 @@ struct GpuShareConvention {
   std::string unhealthy_key = "gpus";
   // How amounts are written in messages ("8 GiB"); the plugin's unit.
   std::string unit = "GiB";
+
+  bool operator==(const GpuShareConvention&) const = default;
 };
 
 // The pod's GPU memory request: Σ over regular containers of
@@ -95,6 +127,6 @@ struct GpuPlacement {
 // device_memory - used, floored at 0 (an over-committed device has none).
 GpuPlacement PlaceOnGpu(const GpuShape& shape, const GpuUsage* usage, int64_t request);
 
-}  // namespace schedext::model
+}  // namespace schedext::policy::gpushare
 
-#endif  // SCHEDEXT_MODEL_GPUSHARE_H_
+#endif  // SCHEDEXT_POLICY_BUILTIN_GPUSHARE_CONVENTION_H_

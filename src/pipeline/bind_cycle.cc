@@ -1,0 +1,205 @@
+// BindCycle: see bind_cycle.h. The order of the steps and the rollback are
+// the contract GPU sharing's device plugin relies on: the annotations are on
+// the pod before the Binding exists, and are only removed when no Binding can
+// exist.
+#include "schedext/pipeline/bind_cycle.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "schedext/model/owned.h"
+
+namespace schedext::pipeline {
+namespace {
+
+// Removes the annotations a failed bind wrote; a message for the log when it
+// could not, empty when it did.
+std::string RemoveAnnotations(cluster::PodAnnotator& annotator, const BindTarget& t,
+                              const policy::PodAnnotations& annotations,
+                              std::string_view resource_version) {
+  std::vector<std::string> keys;
+  keys.reserve(annotations.size());
+  for (const auto& entry : annotations) {
+    keys.push_back(entry.first);
+  }
+  // The resourceVersion precondition: if the pod changed since our patch (a
+  // bind reported as failed may still have happened), a blind removal could
+  // strip the device choice from a bound pod.
+  StatusOr<std::string> removed =
+      annotator.Annotate({t.pod_namespace, t.pod_name, t.pod_uid, resource_version, {}, keys});
+  if (removed.ok()) {
+    return std::string();
+  }
+  std::string message = "bind ";
+  message.append(t.pod_namespace).append("/").append(t.pod_name).append(" to ").append(t.node);
+  if (removed.status().code() == StatusCode::kFailedPrecondition) {
+    message.append(" failed; its annotations were left in place because the pod changed "
+                   "meanwhile: ");
+  } else {
+    message.append(" failed; removing its annotations failed too: ");
+  }
+  message.append(removed.status().message());
+  return message;
+}
+
+}  // namespace
+
+BindCycle::BindCycle(BindCycleOptions options) : options_(std::move(options)) {}
+
+Status BindCycle::Run(const Profile& profile, const BindTarget& t) const {
+  std::string prefix = "bind ";
+  prefix.append(t.pod_namespace).append("/").append(t.pod_name).append(" to ").append(t.node);
+  if (options_.binder == nullptr) {
+    return FailedPreconditionError(
+        prefix +
+        ": schedext has no Kubernetes API connection, so it cannot create the "
+        "Binding; remove bindVerb from the scheduler's extender config");
+  }
+  cluster::ClusterCache* const cache = options_.cache;
+
+  // Step 1, assume + reserve, in one critical section of the cache.
+  bool reserved = false;
+  // What the profile's ReserveHooks want on the pod; the reserved pod's
+  // annotation views point into these strings until AssumeIfFits returns.
+  policy::PodAnnotations annotations;
+  size_t hooks_reserved = 0;
+  // The pod as reserved (requests, annotations), kept for Unreserve and the
+  // pod-bound observers, which run after the cache's lock is released.
+  std::shared_ptr<const model::OwnedPod> pod;
+  std::string not_reserved;  // why there is no reservation, when there is none
+  if (cache == nullptr) {
+    not_reserved = "schedext has no cluster cache";
+  } else if (t.pod_uid.empty()) {
+    not_reserved = "the request has no PodUID";
+  } else {
+    std::optional<std::string> misfit;
+    const cluster::AssumeRequest request{t.pod_uid, t.pod_namespace, t.pod_name, t.node, nullptr};
+    StatusOr<bool> fits =
+        cache->AssumeIfFits(request, [&](model::PodInfo& view, const model::NodeInfo& node) {
+          misfit = profile.CheckFit(view, node);
+          if (!misfit) {
+            misfit = profile.Reserve(view, node, annotations, &hooks_reserved);
+          }
+          if (!misfit) {
+            // The reservation must count where the annotations will say, so
+            // that the next bind sees this device taken before the watch
+            // delivers the patched pod.
+            for (const auto& [key, value] : annotations) {
+              view.annotations.Set(key, value);
+            }
+          }
+          pod = std::make_shared<const model::OwnedPod>(view);
+          return !misfit;
+        });
+    // (AssumeIfFits answers a retried bind of a pod already reserved or bound
+    // there without calling the FitFn: then no hook reserved anything.)
+    if (fits.ok() && !*fits) {
+      if (pod != nullptr && hooks_reserved > 0) {
+        profile.Unreserve(pod->info(), t.node, hooks_reserved);
+      }
+      return FailedPreconditionError(prefix + ": the node no longer fits the pod (" + *misfit +
+                                     ")");
+    }
+    if (!fits.ok() && fits.status().code() == StatusCode::kFailedPrecondition) {
+      return FailedPreconditionError(prefix + ": " + fits.status().message());
+    }
+    // kNotFound (the pod or node is not in the cache yet) or kUnavailable (not
+    // synced): a profile without ReserveHooks binds anyway and the watch will
+    // count the pod.
+    reserved = fits.ok();
+    if (!reserved) {
+      not_reserved = fits.status().message();
+    }
+  }
+  auto unreserve = [&] {
+    if (pod != nullptr && hooks_reserved > 0) {
+      profile.Unreserve(pod->info(), t.node, hooks_reserved);
+    }
+  };
+  if (!reserved && profile.has_reservers()) {
+    // Binding without the reservation would let concurrent binds share a
+    // device and would leave the pod without the annotations its device
+    // plugin needs; refusing makes the scheduler retry the pod later.
+    return FailedPreconditionError(
+        prefix + ": cannot reserve the pod in schedext's cache (" + not_reserved +
+        "); the profile's policies must annotate the pod at bind, so it is not bound now (the "
+        "scheduler retries it)");
+  }
+
+  // Step 2, annotate.
+  std::string annotated_version;  // resourceVersion after writing `annotations`
+  const bool annotate = reserved && !annotations.empty();
+  if (annotate) {
+    Status written;
+    if (options_.annotator == nullptr) {
+      written = FailedPreconditionError("schedext has no pod annotator");
+    } else {
+      StatusOr<std::string> version = options_.annotator->Annotate(
+          {t.pod_namespace, t.pod_name, t.pod_uid, "", annotations, {}});
+      if (version.ok()) {
+        annotated_version = std::move(version).value();
+      } else {
+        written = version.status();
+      }
+    }
+    if (!written.ok()) {
+      Status ignored = cache->Forget(t.pod_uid);
+      (void)ignored;
+      unreserve();
+      return Status(written.code(), prefix + ": writing annotations: " + written.message());
+    }
+  }
+
+  // Step 3, bind.
+  const Status bound = options_.binder->Bind({t.pod_namespace, t.pod_name, t.pod_uid, t.node});
+
+  // Step 4, confirm or forget.
+  const bool may_exist = bound.ok() || bound.code() == StatusCode::kDeadlineExceeded;
+  if (reserved) {
+    if (may_exist) {
+      // After a timeout the Binding may exist: keeping the reservation (and
+      // the annotations) is safe either way, as the watch confirms it or the
+      // TTL releases it. FinishBinding's kNotFound only means the watch has
+      // confirmed the pod already.
+      Status ignored = cache->FinishBinding(t.pod_uid);
+      (void)ignored;
+    } else {
+      Status ignored = cache->Forget(t.pod_uid);
+      (void)ignored;
+      if (annotate) {
+        std::string failure =
+            RemoveAnnotations(*options_.annotator, t, annotations, annotated_version);
+        if (!failure.empty() && options_.on_rollback_failure) {
+          options_.on_rollback_failure(failure);
+        }
+      }
+      unreserve();
+    }
+  }
+  if (may_exist && options_.on_bound) {
+    if (pod != nullptr) {
+      options_.on_bound(pod->info(), t.node);
+    } else {
+      std::shared_ptr<const cluster::Snapshot> snapshot =
+          cache != nullptr ? cache->snapshot() : nullptr;
+      const model::PodInfo* known =
+          snapshot != nullptr && !t.pod_uid.empty() ? snapshot->FindPod(t.pod_uid) : nullptr;
+      model::PodInfo identity;
+      if (known == nullptr) {
+        identity.namespace_name = t.pod_namespace;
+        identity.name = t.pod_name;
+        identity.uid = t.pod_uid;
+      }
+      options_.on_bound(known != nullptr ? *known : identity, t.node);
+    }
+  }
+  if (!bound.ok()) {
+    return Status(bound.code(), prefix + ": " + bound.message());
+  }
+  return OkStatus();
+}
+
+}  // namespace schedext::pipeline

@@ -1,0 +1,206 @@
+#include "schedext/policy/policy_host.h"
+
+#include <string>
+#include <utility>
+
+namespace schedext::policy {
+namespace {
+
+// Paths of schedext's own GET routes and verbs, which no policy may shadow.
+bool Reserved(std::string_view path) {
+  for (std::string_view own : {"/healthz", "/readyz", "/version", "/metrics", "/filter",
+                               "/prioritize", "/preempt", "/bind"}) {
+    if (path == own) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// A path is "/" followed by segments of [A-Za-z0-9._-], no empty segment and
+// no trailing "/" (the server matches `path` and `path`/...).
+bool ValidRoutePath(std::string_view path) {
+  if (path.size() < 2 || path.front() != '/' || path.back() == '/') {
+    return false;
+  }
+  char previous = '\0';
+  for (char c : path) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-' || c == '/';
+    if (!ok || (c == '/' && previous == '/')) {
+      return false;
+    }
+    previous = c;
+  }
+  return true;
+}
+
+// Label / field selectors and namespaces travel in a query string; the
+// informer URL-encodes them, but control characters have no business there.
+bool Printable(std::string_view text) {
+  for (char c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// A DNS-1123 label, as namespaces are ("" = all namespaces).
+bool ValidNamespace(std::string_view name) {
+  if (name.size() > 63) {
+    return false;
+  }
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    if (!alnum && !(c == '-' && i > 0 && i + 1 < name.size())) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+PolicyHost::PolicyHost() = default;
+
+PolicyHost::~PolicyHost() { StopBackground(); }
+
+std::shared_ptr<const ClusterView> PolicyHost::Snapshot() const {
+  return snapshot_ ? snapshot_() : nullptr;
+}
+
+StatusOr<NodeStateSlot> PolicyHost::AddNodeAccounting(
+    std::shared_ptr<const NodeAccounting> accounting) {
+  if (accounting == nullptr) {
+    return InvalidArgumentError("node accounting: null");
+  }
+  accountings_.push_back(std::move(accounting));
+  return accountings_.size() - 1;
+}
+
+Status PolicyHost::Watch(WatchSpec spec, std::shared_ptr<WatchHandler> handler) {
+  if (handler == nullptr) {
+    return InvalidArgumentError("watch: null handler");
+  }
+  if (!ValidNamespace(spec.namespace_name)) {
+    return InvalidArgumentError("watch: namespace \"" + spec.namespace_name +
+                                "\" is not a valid namespace name");
+  }
+  if (!Printable(spec.label_selector) || !Printable(spec.field_selector)) {
+    return InvalidArgumentError("watch: selectors must not contain control characters");
+  }
+  watches_.push_back({std::move(spec), std::move(handler)});
+  return OkStatus();
+}
+
+Status PolicyHost::AddGetRoute(std::string path, GetRouteHandler handler) {
+  if (!handler) {
+    return InvalidArgumentError("GET route " + path + ": null handler");
+  }
+  if (!ValidRoutePath(path)) {
+    return InvalidArgumentError("GET route \"" + path +
+                                "\": must be \"/\" and segments of letters, digits, '.', '_' "
+                                "or '-', without a trailing \"/\"");
+  }
+  if (Reserved(path)) {
+    return InvalidArgumentError("GET route " + path + ": taken by schedext itself");
+  }
+  for (const Route& route : routes_) {
+    if (route.path == path) {
+      return InvalidArgumentError("GET route " + path + ": registered twice");
+    }
+  }
+  routes_.push_back({std::move(path), std::move(handler)});
+  return OkStatus();
+}
+
+void PolicyHost::AddMetrics(MetricsWriter writer) {
+  if (writer) {
+    metrics_.push_back(std::move(writer));
+  }
+}
+
+void PolicyHost::AddReadiness(std::string name, std::function<bool()> ready) {
+  if (ready) {
+    readiness_.push_back({std::move(name), std::move(ready)});
+  }
+}
+
+void PolicyHost::AddBackgroundTask(std::unique_ptr<BackgroundTask> task) {
+  if (task != nullptr) {
+    tasks_.push_back(std::move(task));
+  }
+}
+
+void PolicyHost::OnPodBound(PodBoundObserver observer) {
+  if (observer) {
+    bound_observers_.push_back(std::move(observer));
+  }
+}
+
+void PolicyHost::RequireCluster(std::string reason) {
+  for (const std::string& known : cluster_requirements_) {
+    if (known == reason) {
+      return;
+    }
+  }
+  cluster_requirements_.push_back(std::move(reason));
+}
+
+void PolicyHost::AttachCluster(std::function<std::shared_ptr<const ClusterView>()> snapshot) {
+  snapshot_ = std::move(snapshot);
+}
+
+void PolicyHost::WriteMetrics(std::string& out) const {
+  for (const MetricsWriter& writer : metrics_) {
+    writer(out);
+  }
+}
+
+std::string PolicyHost::NotReady() const {
+  for (const Readiness& r : readiness_) {
+    if (!r.ready()) {
+      return r.name;
+    }
+  }
+  return std::string();
+}
+
+Status PolicyHost::StartBackground() {
+  for (; started_ < tasks_.size(); ++started_) {
+    BackgroundTask& task = *tasks_[started_];
+    if (Status s = task.Start(); !s.ok()) {
+      StopBackground();
+      return s.WithContext(std::string(task.Name()));
+    }
+  }
+  return OkStatus();
+}
+
+void PolicyHost::StopBackground() {
+  // Every task, started or not: Stop is idempotent and a task whose Start
+  // was never called has nothing to join.
+  for (size_t i = tasks_.size(); i > 0; --i) {
+    tasks_[i - 1]->Stop();
+  }
+  started_ = 0;
+}
+
+void PolicyHost::NotifyPodBound(const model::PodInfo& pod, std::string_view node) const {
+  for (const PodBoundObserver& observer : bound_observers_) {
+    observer(pod, node);
+  }
+}
+
+std::shared_ptr<void> PolicyHost::FindShared(std::string_view key) const {
+  const auto it = shared_.find(key);
+  return it != shared_.end() ? it->second : nullptr;
+}
+
+void PolicyHost::KeepShared(std::string key, std::shared_ptr<void> object) {
+  shared_.insert_or_assign(std::move(key), std::move(object));
+}
+
+}  // namespace schedext::policy
