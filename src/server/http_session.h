@@ -416,10 +416,17 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     state_ = State::kHandling;
     Lowest().expires_never();
     if (route_.kind == Route::Kind::kVerb && route_.verb == Verb::kBind) {
-      // The io_context must not run out of work while the bind is away.
-      auto job = [self = this->shared_from_this(), guard = net::make_work_guard(core_.ioc)] {
-        self->outcome_ = self->core_.router.Run(self->route_, *self->worker_);
-        net::post(self->stream_.get_executor(), [self] { self->WriteReply(); });
+      // The io_context must not run out of work while the bind is away. The
+      // job's reference to the session is dropped inside the job, before the
+      // guard (a closure member, released after the call): if the rest of the
+      // connection has finished meanwhile, the Session is destroyed while the
+      // io_context still has work, never after Serve() may have returned and
+      // the ServerCore gone (found by fuzz/http_session).
+      auto job = [self = this->shared_from_this(),
+                  guard = net::make_work_guard(core_.ioc)]() mutable {
+        const std::shared_ptr<Session> session = std::move(self);
+        session->outcome_ = session->core_.router.Run(session->route_, *session->worker_);
+        net::post(session->stream_.get_executor(), [session] { session->WriteReply(); });
       };
       if (core_.binds.TryPost(std::move(job))) {
         return;
