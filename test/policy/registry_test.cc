@@ -67,7 +67,7 @@ TEST(RegistryTest, UnknownPolicyListsTheKnownOnes) {
   EXPECT_EQ(policy.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(policy.status().message(),
             "unknown policy \"NodeLable\" (known: BalancedAllocation, GpuShare, LeastAllocated, "
-            "MostAllocated, NodeHealth, NodeLabel, NodeNumeric, NodeResourcesFit, "
+            "MostAllocated, NodeHealth, NodeLabel, NodeLoad, NodeNumeric, NodeResourcesFit, "
             "RequestedToCapacityRatio, TaintToleration)");
 }
 
@@ -113,13 +113,14 @@ TEST(RegistryTest, NullFromAFactoryIsAnInternalError) {
   EXPECT_EQ(policy.status(), InternalError("policy \"Null\": factory returned null"));
 }
 
-TEST(BuiltinPoliciesTest, RegistersExactlyTheTen) {
+TEST(BuiltinPoliciesTest, RegistersExactlyTheEleven) {
   Registry registry;
   ASSERT_TRUE(RegisterBuiltinPolicies(registry).ok());
   EXPECT_EQ(registry.Names(),
             (std::vector<std::string>{"BalancedAllocation", "GpuShare", "LeastAllocated",
                                       "MostAllocated",
-                                      "NodeHealth", "NodeLabel", "NodeNumeric", "NodeResourcesFit",
+                                      "NodeHealth", "NodeLabel", "NodeLoad", "NodeNumeric",
+                                      "NodeResourcesFit",
                                       "RequestedToCapacityRatio", "TaintToleration"}));
   // A second registration of the same list collides.
   EXPECT_EQ(RegisterBuiltinPolicies(registry).code(), StatusCode::kInvalidArgument);
@@ -147,6 +148,10 @@ TEST(BuiltinPoliciesTest, EachBuildsUnderItsNameWithItsHooks) {
       {"MostAllocated", json::object(), false, true},
       {"BalancedAllocation", json::object(), false, true},
       {"GpuShare", json::object(), true, true, true, true},
+      {"NodeLoad", json::parse(R"({"prometheus": {"url": "http://127.0.0.1:9"}})"), false, true},
+      {"NodeLoad",
+       json::parse(R"({"prometheus": {"url": "http://127.0.0.1:9"}, "hotCpuPercent": 90})"), true,
+       true},
       {"RequestedToCapacityRatio",
        json::parse(
            R"({"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]})"),

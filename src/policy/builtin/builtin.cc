@@ -1,6 +1,7 @@
 // RegisterBuiltinPolicies: the one list of built-in policies.
 #include "policy/builtin/gpushare/gpushare.h"
 #include "policy/builtin/node_health/node_health.h"
+#include "policy/builtin/nodeload/nodeload.h"
 #include "policy/builtin/node_label/node_label.h"
 #include "policy/builtin/node_numeric/node_numeric.h"
 #include "policy/builtin/node_resources/allocation_scores.h"
@@ -22,6 +23,7 @@ Status RegisterBuiltinPolicies(Registry& registry) {
   SCHEDEXT_RETURN_IF_ERROR(
       registry.Register("RequestedToCapacityRatio", NewRequestedToCapacityRatio));
   SCHEDEXT_RETURN_IF_ERROR(registry.Register("GpuShare", NewGpuShare));
+  SCHEDEXT_RETURN_IF_ERROR(registry.Register("NodeLoad", NewNodeLoad));
   return OkStatus();
 }
 

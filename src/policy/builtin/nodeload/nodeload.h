@@ -1,0 +1,151 @@
+// NodeLoad: scores (and optionally filters) nodes by their real utilisation as
+// Prometheus measures it, with the formulas of the scheduler-plugins project's
+// Trimaran plugins: TargetLoadPacking (best fit around a CPU target) or
+// LoadVariationRiskBalancing (average plus deviation of CPU and memory).
+//
+// A background poller (load_poller.h) runs instant queries every
+// pollIntervalSeconds; requests read its latest snapshot without locks. Data
+// missing for a node, or a snapshot older than maxAgeSeconds (Prometheus down,
+// queries failing), gives a neutral score and never rejects: metrics never
+// block scheduling. Pods NodeLoad saw bound since a sample count with their
+// requests until a sample taken bindSettleSeconds after the bind can show them
+// (bind_ledger.h).
+//
+// args (JSON object; unknown keys are errors; docs/nodeload.md has examples):
+//   mode:        "TargetLoadPacking" (default) | "LoadVariationRiskBalancing"
+//   prometheus:  {url (required), bearerTokenFile, caFile, timeoutSeconds (5)}
+//   queries:     {cpu, memory, cpuStddev, memoryStddev}: PromQL instant vectors,
+//                in percent, one series per node; defaults read node_exporter
+//                (stddev ones: LoadVariationRiskBalancing only)
+//   nodeLabel:   label naming the node ("instance"); trimPort (true) cuts ":9100"
+//   pollIntervalSeconds (15), maxAgeSeconds (4 × poll), bindSettleSeconds (60)
+//   neutralScore (50): the score of a node without (fresh) data
+//   hotCpuPercent, hotMemoryPercent: reject nodes whose measured use plus
+//                recent binds is above (adds a FilterHook)
+//   TargetLoadPacking: targetUtilization (40), defaultCpuRequest ("1"),
+//                defaultRequestsMultiplier (1.5)
+//   LoadVariationRiskBalancing: safeVarianceMargin (1),
+//                safeVarianceSensitivity (1), each in [0, 100]
+#ifndef SCHEDEXT_POLICY_BUILTIN_NODELOAD_NODELOAD_H_
+#define SCHEDEXT_POLICY_BUILTIN_NODELOAD_NODELOAD_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "policy/builtin/nodeload/bind_ledger.h"
+#include "policy/builtin/nodeload/load_poller.h"
+#include "policy/builtin/nodeload/prometheus.h"
+#include "schedext/policy/background.h"
+#include "schedext/policy/handle.h"
+#include "schedext/policy/policy.h"
+#include "schedext/policy/registry.h"
+#include "schedext/status.h"
+
+namespace schedext::policy {
+
+// Builds the policy and its poller from `args`; kInvalidArgument naming the
+// field (under context.args_path). Through context.handle it registers the
+// poller as a background task, its metric families and a pod-bound observer
+// (bound pods feed the BindLedger); without a handle it starts the poller
+// itself, for the policy's lifetime.
+StatusOr<std::unique_ptr<Policy>> NewNodeLoad(const nlohmann::json& args,
+                                              const PolicyContext& context);
+
+namespace nodeload {
+
+enum class Mode { kTargetLoadPacking, kLoadVariationRiskBalancing };
+
+// The validated args.
+struct NodeLoadSpec {
+  Mode mode = Mode::kTargetLoadPacking;
+  PrometheusEndpoint prometheus;
+  LoadQueries queries;  // defaults filled in
+  std::string node_label = "instance";
+  bool trim_port = true;
+  std::chrono::milliseconds poll_interval{15000};
+  std::chrono::milliseconds max_age{60000};
+  std::chrono::milliseconds bind_settle{60000};
+  int64_t neutral_score = 50;
+  std::optional<double> hot_cpu_percent;
+  std::optional<double> hot_memory_percent;
+  double target_utilization = 40;
+  int64_t default_cpu_request_millis = 1000;
+  double requests_multiplier = 1.5;
+  double safe_variance_margin = 1;
+  double safe_variance_sensitivity = 1;
+};
+
+StatusOr<NodeLoadSpec> ParseNodeLoadArgs(const nlohmann::json& args,
+                                         const PolicyContext& context);
+
+// The default queries for `mode`, aggregating by `node_label`.
+LoadQueries DefaultQueries(Mode mode, const std::string& node_label);
+
+// Where the policy reads its data: the latest load snapshot (null: none) and
+// the clock that ages it.
+struct LoadSources {
+  std::function<std::shared_ptr<const LoadSnapshot>()> snapshot;
+  std::function<Clock::time_point()> now = [] { return Clock::now(); };
+};
+
+// The NodeLoad policy over `sources` and `ledger` (tests; NewNodeLoad passes
+// its poller). `keep_alive` is kept for the policy's lifetime (the poller).
+std::unique_ptr<Policy> MakeNodeLoad(NodeLoadSpec spec, LoadSources sources,
+                                     std::shared_ptr<BindLedger> ledger,
+                                     std::shared_ptr<void> keep_alive);
+
+// The poller as the handle's BackgroundTask: started and stopped by the
+// handle's owner.
+class PollerTask final : public BackgroundTask {
+ public:
+  explicit PollerTask(std::shared_ptr<LoadPoller> poller);
+  std::string_view Name() const override { return "NodeLoad poller"; }
+  Status Start() override;
+  void Stop() override;
+
+ private:
+  const std::shared_ptr<LoadPoller> poller_;
+};
+
+// The metric families of every NodeLoad instance (one writer for all, shared
+// through PolicyHandle::Shared, so each family appears once), labelled
+// policy="profiles[i].policies[j]":
+//   schedext_nodeload_polls_total, schedext_nodeload_query_errors_total,
+//   schedext_nodeload_sample_age_seconds, schedext_nodeload_nodes_with_data,
+//   schedext_nodeload_recent_binds.
+// Thread-safety: Add from factories, Write from any thread.
+class NodeLoadMetrics {
+ public:
+  void Add(std::string instance, std::shared_ptr<const LoadPoller> poller,
+           std::shared_ptr<const BindLedger> ledger);
+  // Appends the families in the Prometheus text format.
+  void Write(std::string& out) const;
+
+ private:
+  struct Instance {
+    std::string name;
+    std::shared_ptr<const LoadPoller> poller;
+    std::shared_ptr<const BindLedger> ledger;
+  };
+  mutable std::mutex mu_;
+  std::vector<Instance> instances_;
+};
+
+// What NodeLoad adds to a node's estimate for a bound pod: CPU as the mode
+// predicts it (TargetLoadPacking: Trimaran's PredictUtilisation; risk
+// balancing: the request), memory its request.
+void PodEstimate(const NodeLoadSpec& spec, const model::PodInfo& pod, int64_t& cpu_millis,
+                 int64_t& memory_bytes);
+
+}  // namespace nodeload
+}  // namespace schedext::policy
+
+#endif  // SCHEDEXT_POLICY_BUILTIN_NODELOAD_NODELOAD_H_
