@@ -1,11 +1,11 @@
 // RegisterBuiltinPolicies: the one list of built-in policies.
 #include "policy/builtin/gpushare/gpushare.h"
 #include "policy/builtin/node_health/node_health.h"
-#include "policy/builtin/nodeload/nodeload.h"
 #include "policy/builtin/node_label/node_label.h"
 #include "policy/builtin/node_numeric/node_numeric.h"
 #include "policy/builtin/node_resources/allocation_scores.h"
 #include "policy/builtin/node_resources/node_resources_fit.h"
+#include "policy/builtin/nodeload/nodeload.h"
 #include "policy/builtin/taint_toleration/taint_toleration.h"
 #include "schedext/policy/registry.h"
 
