@@ -71,7 +71,8 @@ struct Fixture {
                              std::lock_guard<std::mutex> lock(mu);
                              return now;
                            },
-                           std::nullopt}) {}
+                           {},
+                           {}}) {}
   void Advance(std::chrono::milliseconds d) {
     std::lock_guard<std::mutex> lock(mu);
     now += d;
