@@ -33,6 +33,7 @@
 #include "schedext/pipeline/profile.h"
 #include "schedext/policy/policy_host.h"
 #include "schedext/policy/registry.h"
+#include "schedext/record/recorder.h"
 #include "schedext/server/http_server.h"
 #include "schedext/server/metrics.h"
 #include "schedext/server/service.h"
@@ -45,6 +46,7 @@ constexpr std::string_view kUsage =
 
 Usage: schedext [flags]
        schedext explain --config FILE [flags] REQUEST.json  (see schedext explain --help)
+       schedext replay --config FILE [flags] DIR            (see schedext replay --help)
 
 Flags:
   --config FILE         configuration file (YAML); without it the embedded default
@@ -539,6 +541,10 @@ int main(int argc, char** argv) {
     return schedext::cli::ExplainCommand(std::vector<std::string>(argv + 2, argv + argc),
                                          std::cout, std::cerr);
   }
+  if (argc > 1 && std::string_view(argv[1]) == "replay") {
+    return schedext::cli::ReplayCommand(std::vector<std::string>(argv + 2, argv + argc),
+                                        std::cout, std::cerr);
+  }
   Flags flags;
   std::string error;
   if (!ParseFlags(argc, argv, flags, error)) {
@@ -662,6 +668,23 @@ int main(int argc, char** argv) {
   }
   for (const schedext::policy::PolicyHost::Route& route : host.routes()) {
     options.get_routes.push_back({route.path, route.handler});
+  }
+  // server.record: a sample of the traffic to files, for `schedext replay`.
+  std::unique_ptr<schedext::record::Recorder> recorder;
+  if (config.server.record.enabled()) {
+    schedext::record::RecorderOptions record_options;
+    record_options.config = config.server.record;
+    auto started = schedext::record::Recorder::Start(std::move(record_options));
+    if (!started.ok()) {
+      spdlog::critical("{}", started.status().message());
+      return 1;
+    }
+    recorder = std::move(started).value();
+    service.SetRecorder(recorder.get());
+    metrics.AddExtra([r = recorder.get()](std::string& out) { r->AppendMetrics(out); });
+    spdlog::info("recording to {} (sample rate {}; at most {} files of {} bytes)",
+                 config.server.record.dir, config.server.record.sample_rate,
+                 config.server.record.max_files, config.server.record.max_bytes);
   }
   schedext::server::HttpServer server(service, &metrics, options);
   if (schedext::Status s = server.Bind(); !s.ok()) {

@@ -72,12 +72,16 @@ constexpr std::array<std::string_view, 7> kLeaderElectionFields = {
     "enabled", "leaseName", "leaseNamespace", "identity", "leaseDurationSeconds",
     "renewDeadlineSeconds", "retryPeriodSeconds"};
 constexpr std::array<std::string_view, 3> kClusterModes = {"auto", "required", "disabled"};
-constexpr std::array<std::string_view, 18> kServerFields = {
+constexpr std::array<std::string_view, 5> kRecordFields = {"dir", "sampleRate", "maxBytes",
+                                                           "maxFiles", "verbs"};
+constexpr std::array<std::string_view, 4> kRecordVerbs = {"filter", "prioritize", "preempt",
+                                                          "bind"};
+constexpr std::array<std::string_view, 19> kServerFields = {
     "listen",          "threads",          "maxConnections",       "maxHeaderBytes",
     "maxBodyBytes",    "headerTimeoutSeconds", "bodyTimeoutSeconds", "readTimeoutSeconds",
     "writeTimeoutSeconds", "keepAliveTimeoutSeconds", "keepAliveMaxCount", "bindThreads",
     "maxPendingBinds", "shutdownGraceSeconds", "keepBufferBytes",   "keepLargeBuffers",
-    "statusListen",    "tls"};
+    "statusListen",    "tls",              "record"};
 constexpr std::array<std::string_view, 3> kTlsFields = {"certFile", "keyFile", "clientCAFile"};
 constexpr std::array<std::string_view, 2> kLogFields = {"level", "format"};
 constexpr std::array<std::string_view, 2> kProfileFields = {"name", "policies"};
@@ -365,6 +369,7 @@ class Loader {
 
   Status ReadServer(const Field& f, ServerConfig& server) const;
   Status ReadTls(const Field& f, TlsConfig& tls) const;
+  Status ReadRecord(const Field& f, RecordConfig& record) const;
   Status ReadLog(const Field& f, LogConfig& log) const;
   Status ReadCluster(const Field& f, ClusterConfig& cluster) const;
   Status ReadLeaderElection(const Field& f, LeaderElectionConfig& election) const;
@@ -550,6 +555,58 @@ Status Loader::ReadServer(const Field& f, ServerConfig& server) const {
       ReadBoolInto(fields, "keepLargeBuffers", kPath, server.keep_large_buffers));
   if (const Field* tls = fields.Find("tls")) {
     SCHEDEXT_RETURN_IF_ERROR(ReadTls(*tls, server.tls));
+  }
+  if (const Field* record = fields.Find("record")) {
+    SCHEDEXT_RETURN_IF_ERROR(ReadRecord(*record, server.record));
+  }
+  return OkStatus();
+}
+
+Status Loader::ReadRecord(const Field& f, RecordConfig& record) const {
+  constexpr std::string_view kPath = "server.record";
+  SCHEDEXT_ASSIGN_OR_RETURN(Fields fields, ReadMapping(f.value, MarkOf(f), kPath, kRecordFields));
+  if (const Field* dir = fields.Find("dir")) {
+    SCHEDEXT_RETURN_IF_ERROR(ReadString(*dir, Join(kPath, "dir"), record.dir));
+  }
+  if (const Field* rate = fields.Find("sampleRate")) {
+    const YAML::Node& v = rate->value;
+    double value = -1;
+    if (v.IsScalar() && v.Tag() == "?") {
+      const std::string& text = v.Scalar();
+      auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (ec != std::errc() || ptr != text.data() + text.size()) {
+        value = -1;
+      }
+    }
+    if (!(value >= 0 && value <= 1)) {
+      return ErrorAt(MarkOf(*rate), Join(kPath, "sampleRate"), "must be a number from 0 to 1");
+    }
+    record.sample_rate = value;
+  }
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "maxBytes", kPath, 4096,
+                                       std::numeric_limits<int64_t>::max(),
+                                       "an integer of at least 4096", record.max_bytes));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "maxFiles", kPath, 1, 100000,
+                                       "an integer from 1 to 100000", record.max_files));
+  if (const Field* verbs = fields.Find("verbs")) {
+    const std::string path = Join(kPath, "verbs");
+    if (!verbs->value.IsSequence()) {
+      return ErrorAt(MarkOf(*verbs), path, "must be a list of " + JoinNames(kRecordVerbs));
+    }
+    record.verbs.clear();
+    for (const YAML::Node& item : verbs->value) {
+      const std::string verb = item.IsScalar() ? item.Scalar() : std::string();
+      bool known = false;
+      for (std::string_view v : kRecordVerbs) {
+        known = known || v == verb;
+      }
+      if (!known) {
+        return ErrorAt(item.Mark(), path,
+                       "must be a list of " + JoinNames(kRecordVerbs) + " (got " + Quote(verb) +
+                           ")");
+      }
+      record.verbs.push_back(verb);
+    }
   }
   return OkStatus();
 }

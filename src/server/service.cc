@@ -108,6 +108,9 @@ int ExtenderService::Handle(Verb verb, size_t profile_index, const wire::Request
       http_status = Explain(profile, body, scratch, out, summary);
       break;
   }
+  if (recorder_ != nullptr) {
+    RecordExchange(verb, profile, body, scratch, out, http_status, start);
+  }
   if (cache_ != nullptr) {
     // The reply is encoded: nothing points into the snapshot any more, and an
     // idle worker must not pin an old version of the cluster.

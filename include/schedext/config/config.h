@@ -31,6 +31,17 @@ struct TlsConfig {
   bool enabled() const { return !cert_file.empty(); }
 };
 
+// Section server.record: a sample of the verbs' traffic written to files for
+// `schedext replay` (record/recorder.h). Off while `dir` is empty.
+struct RecordConfig {
+  std::string dir;
+  double sample_rate = 1.0;              // 0..1, the fraction of requests recorded
+  size_t max_bytes = size_t{64} << 20;   // per file; a larger record is dropped
+  int max_files = 8;                     // the oldest files beyond this are deleted
+  std::vector<std::string> verbs = {"filter", "prioritize", "preempt"};  // and/or bind
+  bool enabled() const { return !dir.empty(); }
+};
+
 // Section server: the listener. Limits and deadlines are per connection; the
 // defaults are what a production server in front of kube-scheduler needs.
 struct ServerConfig {
@@ -80,6 +91,7 @@ struct ServerConfig {
   std::string status_host = "0.0.0.0";
   int status_port = -1;
   TlsConfig tls;
+  RecordConfig record;
 };
 
 struct LogConfig {

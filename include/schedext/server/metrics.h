@@ -48,6 +48,17 @@ class Metrics {
   // after the request series by every Render. `extra` must allow concurrent
   // calls.
   void SetExtra(std::function<void(std::string& out)> extra) { extra_ = std::move(extra); }
+  // Like SetExtra, after what is already set (e.g. the recorder's series).
+  void AddExtra(std::function<void(std::string& out)> extra) {
+    if (!extra_) {
+      extra_ = std::move(extra);
+      return;
+    }
+    extra_ = [first = std::move(extra_), second = std::move(extra)](std::string& out) {
+      first(out);
+      second(out);
+    };
+  }
   // State read at scrape time (set before the server starts; each function
   // must allow concurrent calls). With `synced`: schedext_cache_synced 0/1,
   // whether the node and pod cache has synced. With leader election:

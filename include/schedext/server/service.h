@@ -14,6 +14,7 @@
 #define SCHEDEXT_SERVER_SERVICE_H_
 
 #include <functional>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -28,6 +29,10 @@
 #include "schedext/wire/decoder.h"
 #include "schedext/wire/messages.h"
 #include "schedext/wire/request_buffer.h"
+
+namespace schedext::record {
+class Recorder;  // record/recorder.h
+}
 
 namespace schedext::server {
 
@@ -102,6 +107,10 @@ class ExtenderService {
   int Handle(Verb verb, size_t profile_index, const wire::RequestBuffer& body, Scratch& scratch,
              std::string& out, RequestSummary& summary) const;
 
+  // Records a sample of the exchanges (server.record; record/recorder.h);
+  // null: nothing is recorded. Set before serving; must outlive the service.
+  void SetRecorder(record::Recorder* recorder) { recorder_ = recorder; }
+
  private:
   int Filter(const pipeline::Profile& profile, const wire::RequestBuffer& body, Scratch& s,
              std::string& out, RequestSummary& summary) const;
@@ -114,6 +123,11 @@ class ExtenderService {
   // POST /<profile>/explain; defined in src/explain/explain_service.cc.
   int Explain(const pipeline::Profile& profile, const wire::RequestBuffer& body, Scratch& s,
               std::string& out, RequestSummary& summary) const;
+  // End of Handle, before the snapshot is released: a sampled enqueue to
+  // recorder_ (src/record/service_record.cc).
+  void RecordExchange(Verb verb, const pipeline::Profile& profile,
+                      const wire::RequestBuffer& body, const Scratch& s, std::string_view out,
+                      int http_status, std::chrono::steady_clock::time_point start) const;
   // Loads the cluster snapshot into s.snapshot: kUnavailable before the cache
   // has synced; OK and null without a cache.
   Status LoadSnapshot(Scratch& s) const;
@@ -132,6 +146,7 @@ class ExtenderService {
   // Rate limits of the request warnings (counted in metrics_).
   std::unique_ptr<LogLimiter> bad_request_log_;
   std::unique_ptr<LogLimiter> failed_request_log_;
+  record::Recorder* recorder_ = nullptr;
 };
 
 }  // namespace schedext::server

@@ -1,0 +1,453 @@
+// Replay (record/replay.h).
+#include "schedext/record/replay.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "schedext/pipeline/explain.h"
+#include "schedext/record/record_file.h"
+#include "schedext/wire/decoder.h"
+#include "schedext/wire/request_buffer.h"
+
+namespace schedext::record {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr std::string_view kUnknownNode = "node(s) unknown to schedext";
+const model::NodeUsage kNoUsage;
+
+// What filter answered for one node.
+struct NodeVerdict {
+  std::string kind;  // "pass", "unschedulable", "unresolvable"
+  std::string reason;
+  bool operator==(const NodeVerdict&) const = default;
+};
+
+std::string Describe(const NodeVerdict& v) {
+  return v.kind == "pass" ? "pass" : v.kind + " \"" + v.reason + "\"";
+}
+
+// filter's recorded reply: per node, or the Error.
+bool ReadFilterReply(const Json& reply, std::map<std::string, NodeVerdict>& out,
+                     std::string& error) {
+  if (!reply.is_object()) {
+    return false;
+  }
+  if (reply.contains("Error") && reply["Error"].is_string()) {
+    error = reply["Error"].get<std::string>();
+  }
+  if (reply.contains("NodeNames") && reply["NodeNames"].is_array()) {
+    for (const Json& n : reply["NodeNames"]) {
+      out[n.get<std::string>()] = {"pass", ""};
+    }
+  }
+  if (reply.contains("Nodes") && reply["Nodes"].is_object() && reply["Nodes"].contains("items") &&
+      reply["Nodes"]["items"].is_array()) {
+    for (const Json& n : reply["Nodes"]["items"]) {
+      out[n["metadata"]["name"].get<std::string>()] = {"pass", ""};
+    }
+  }
+  for (const auto& [key, kind] : {std::pair{"FailedNodes", "unschedulable"},
+                                  std::pair{"FailedAndUnresolvableNodes", "unresolvable"}}) {
+    if (reply.contains(key) && reply[key].is_object()) {
+      for (const auto& [node, reason] : reply[key].items()) {
+        out[node] = {kind, reason.is_string() ? reason.get<std::string>() : ""};
+      }
+    }
+  }
+  return true;
+}
+
+std::string Top(const std::vector<std::pair<std::string, int64_t>>& scores) {
+  int64_t best = -1;
+  for (const auto& [host, score] : scores) {
+    best = std::max(best, score);
+  }
+  std::string out;
+  for (const auto& [host, score] : scores) {
+    if (score == best) {
+      out += (out.empty() ? "" : ",") + host;
+    }
+  }
+  return out;
+}
+
+int64_t MicrosSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
+                                                               start)
+      .count();
+}
+
+// Replays one filter or prioritize record into `r`, updating `report`.
+void ReplayArgs(const Record& record, const pipeline::Profile& profile, RequestReplay& r,
+                ReplayReport& report) {
+  wire::RequestDecoder decoder;
+  wire::ExtenderArgsView args;
+  const wire::RequestBuffer body = wire::RequestBuffer::CopyOf(record.request);
+  if (Status s = decoder.DecodeExtenderArgs(body, args); !s.ok()) {
+    r.skipped = "the request does not decode: " + s.message();
+    return;
+  }
+  r.pod = std::string(args.pod.namespace_name) + "/" + std::string(args.pod.name);
+  // The nodes as the live request had them: objects, usage, unknown names.
+  std::vector<model::NodeInfo> copies;
+  copies.reserve(args.node_names.size());
+  std::vector<const model::NodeInfo*> nodes;
+  std::vector<uint32_t> node_index;
+  for (uint32_t i = 0; i < args.node_names.size(); ++i) {
+    const std::string_view name = args.node_names[i];
+    const model::NodeUsage* usage = nullptr;
+    if (record.has_usage) {
+      usage = record.FindUsage(name);
+      usage = usage != nullptr ? usage : &kNoUsage;
+    }
+    if (args.mode == wire::NodeMode::kFullNodes) {
+      args.nodes[i].usage = usage;
+      nodes.push_back(&args.nodes[i]);
+      node_index.push_back(i);
+      continue;
+    }
+    const model::NodeInfo* known = record.FindNode(name);
+    if (known == nullptr) {
+      continue;
+    }
+    copies.push_back(*known);
+    copies.back().usage = usage;
+    node_index.push_back(i);
+  }
+  if (args.mode != wire::NodeMode::kFullNodes) {
+    for (const model::NodeInfo& n : copies) {
+      nodes.push_back(&n);
+    }
+  }
+
+  const Json reply = Json::parse(record.reply, nullptr, false);
+  report.by_verb[record.verb]++;
+  r.replayed = true;
+  if (record.verb == "filter") {
+    // The verb's own loop decides.
+    policy::RequestState state;
+    pipeline::FilterOutcome outcome;
+    const auto start = std::chrono::steady_clock::now();
+    const Status st = profile.RunFilters(args.pod, nodes, state, outcome);
+    r.replay_micros = MicrosSince(start);
+    std::map<std::string, NodeVerdict> now;
+    for (uint32_t i = 0; i < args.node_names.size(); ++i) {
+      now[std::string(args.node_names[i])] = {"unresolvable", std::string(kUnknownNode)};
+    }
+    for (uint32_t k : outcome.passed) {
+      now[std::string(args.node_names[node_index[k]])] = {"pass", ""};
+    }
+    for (const auto& f : outcome.failed) {
+      now[std::string(args.node_names[node_index[f.node]])] = {"unschedulable",
+                                                               std::string(f.reason)};
+    }
+    for (const auto& f : outcome.unresolvable) {
+      now[std::string(args.node_names[node_index[f.node]])] = {"unresolvable",
+                                                               std::string(f.reason)};
+    }
+    std::map<std::string, NodeVerdict> before;
+    std::string before_error;
+    if (!ReadFilterReply(reply, before, before_error)) {
+      r.diff.push_back("the recorded reply is not a filter result");
+      r.changed = true;
+      return;
+    }
+    const std::string now_error = st.ok() ? "" : "filter: " + st.message();
+    if (!before_error.empty() || !now_error.empty()) {
+      if (before_error != now_error) {
+        r.diff.push_back("error: \"" + before_error + "\" -> \"" + now_error + "\"");
+        r.changed = true;
+        report.outcome_changed++;
+      }
+      return;
+    }
+    // Attribution: which policy decides now.
+    pipeline::Explanation explanation;
+    bool explained = false;
+    for (uint32_t i = 0; i < args.node_names.size(); ++i) {
+      const std::string name(args.node_names[i]);
+      const NodeVerdict& was = before.count(name) ? before[name] : NodeVerdict{"missing", ""};
+      const NodeVerdict& is = now[name];
+      if (was == is) {
+        continue;
+      }
+      if (!explained) {
+        profile.Explain(args.pod, nodes, pipeline::ExplainScoring::kPassing, explanation);
+        explained = true;
+      }
+      std::string policy;
+      for (size_t k = 0; k < node_index.size(); ++k) {
+        if (node_index[k] == i && explanation.nodes[k].decisive >= 0) {
+          policy = std::string(explanation.nodes[k].filters[explanation.nodes[k].decisive].policy);
+        }
+      }
+      report.decisions_changed++;
+      r.changed = true;
+      std::string line =
+          name + ": " + Describe(was) + " -> " +
+          (policy.empty() ? Describe(is) : is.kind + " by " + policy + " \"" + is.reason + "\"");
+      if (was.kind == "pass") {
+        report.newly_rejected++;
+        report.newly_rejected_by[policy.empty() ? std::string(kUnknownNode) : policy]++;
+      } else if (is.kind == "pass") {
+        report.newly_accepted++;
+        report.newly_accepted_from[was.reason]++;
+      }
+      r.diff.push_back(std::move(line));
+    }
+    return;
+  }
+
+  // prioritize: one score per request node, unknown names 0, as the verb.
+  pipeline::ScoreScratch scratch;
+  std::vector<int64_t> scores;
+  const auto start = std::chrono::steady_clock::now();
+  const Status st = profile.RunScorers(args.pod, nodes, scratch, scores);
+  r.replay_micros = MicrosSince(start);
+  report.prioritize++;
+  const bool before_ok = record.status == 200 && reply.is_array();
+  if (!before_ok || !st.ok()) {
+    if (before_ok != st.ok()) {
+      r.diff.push_back(before_ok ? "now fails: " + st.message()
+                                 : "no longer fails (recorded status " +
+                                       std::to_string(record.status) + ")");
+      r.changed = true;
+      report.outcome_changed++;
+    }
+    return;
+  }
+  std::vector<std::pair<std::string, int64_t>> now;
+  for (uint32_t i = 0; i < args.node_names.size(); ++i) {
+    now.emplace_back(std::string(args.node_names[i]), 0);
+  }
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    now[node_index[k]].second = scores[k];
+  }
+  std::vector<std::pair<std::string, int64_t>> before;
+  for (const Json& h : reply) {
+    before.emplace_back(h.value("Host", ""), h.value("Score", int64_t{0}));
+  }
+  if (Top(before) != Top(now)) {
+    report.top_changed++;
+    r.changed = true;
+    r.diff.push_back("top node: " + Top(before) + " -> " + Top(now));
+  }
+  for (const auto& [host, score] : now) {
+    int64_t was = -1;
+    for (const auto& [h, s] : before) {
+      if (h == host) {
+        was = s;
+      }
+    }
+    report.scores++;
+    if (was != score) {
+      report.scores_changed++;
+      const int64_t shift = was < 0 ? score : std::abs(score - was);
+      report.max_shift = std::max(report.max_shift, shift);
+      report.total_shift += shift;
+      r.changed = true;
+      r.diff.push_back(host + ": score " + (was < 0 ? std::string("-") : std::to_string(was)) +
+                       " -> " + std::to_string(score));
+    }
+  }
+}
+
+}  // namespace
+
+StatusOr<ReplayReport> ReplayDirectory(
+    const std::string& dir, const std::vector<std::shared_ptr<const pipeline::Profile>>& profiles) {
+  SCHEDEXT_ASSIGN_OR_RETURN(std::vector<std::string> files, ListRecordFiles(dir));
+  ReplayReport report;
+  for (const std::string& file : files) {
+    std::ifstream in(file, std::ios::binary);
+    size_t line_number = 0;
+    for (std::string line; std::getline(in, line);) {
+      ++line_number;
+      if (line.empty()) {
+        continue;
+      }
+      auto record = DecodeRecord(line);
+      if (!record.ok()) {
+        report.unreadable++;
+        continue;
+      }
+      report.records++;
+      RequestReplay r;
+      r.where = file.substr(file.rfind('/') + 1) + ":" + std::to_string(line_number);
+      r.verb = (*record)->verb;
+      r.profile = (*record)->profile;
+      r.recorded_micros = (*record)->latency_micros;
+      const pipeline::Profile* profile = nullptr;
+      for (const auto& p : profiles) {
+        if (p->name() == r.profile) {
+          profile = p.get();
+        }
+      }
+      if (r.verb != "filter" && r.verb != "prioritize") {
+        r.skipped = r.verb + " is not replayed";
+      } else if (profile == nullptr) {
+        // The new configuration has no such profile: the scheduler's calls
+        // to it would now answer 404.
+        r.replayed = true;
+        r.changed = true;
+        r.diff.push_back("profile \"" + r.profile + "\" is not in the new configuration");
+        report.outcome_changed++;
+        report.by_verb[r.verb]++;
+      } else {
+        ReplayArgs(**record, *profile, r, report);
+      }
+      if (r.replayed) {
+        report.replayed++;
+        if (r.changed) {
+          report.changed++;
+          report.changed_by_verb[r.verb]++;
+        }
+      } else {
+        report.skipped[r.skipped]++;
+      }
+      report.requests.push_back(std::move(r));
+    }
+  }
+  return report;
+}
+
+namespace {
+
+std::string Counts(const std::map<std::string, size_t>& counts, bool quote) {
+  std::vector<std::pair<std::string, size_t>> sorted(counts.begin(), counts.end());
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string out;
+  for (const auto& [key, n] : sorted) {
+    out += (out.empty() ? "" : ", ") + (quote ? "\"" + key + "\"" : key) + " " + std::to_string(n);
+  }
+  return out;
+}
+
+// The p-th percentile (nearest rank) of `v`.
+int64_t Percentile(std::vector<int64_t> v, double p) {
+  if (v.empty()) {
+    return 0;
+  }
+  std::sort(v.begin(), v.end());
+  size_t rank = static_cast<size_t>(p * static_cast<double>(v.size()) + 0.999999);
+  rank = std::clamp<size_t>(rank, 1, v.size());
+  return v[rank - 1];
+}
+
+}  // namespace
+
+std::string FormatReplayText(const ReplayReport& report, bool diff) {
+  std::string out;
+  out += "replayed " + std::to_string(report.replayed) + " of " + std::to_string(report.records) +
+         " recorded request(s)";
+  if (report.unreadable > 0) {
+    out += " (" + std::to_string(report.unreadable) + " unreadable line(s))";
+  }
+  out += "\n";
+  for (const auto& [verb, n] : report.by_verb) {
+    const auto changed = report.changed_by_verb.find(verb);
+    out += "  " + verb + ": " + std::to_string(n) + ", " +
+           std::to_string(changed == report.changed_by_verb.end() ? 0 : changed->second) +
+           " changed\n";
+  }
+  for (const auto& [reason, n] : report.skipped) {
+    out += "  skipped: " + std::to_string(n) + " (" + reason + ")\n";
+  }
+  out += "changed requests: " + std::to_string(report.changed) + "\n";
+  out += "node decisions changed: " + std::to_string(report.decisions_changed) + "\n";
+  out += "  newly rejected: " + std::to_string(report.newly_rejected);
+  if (!report.newly_rejected_by.empty()) {
+    out += " (by " + Counts(report.newly_rejected_by, false) + ")";
+  }
+  out += "\n  newly accepted: " + std::to_string(report.newly_accepted);
+  if (!report.newly_accepted_from.empty()) {
+    out += " (were " + Counts(report.newly_accepted_from, true) + ")";
+  }
+  out += "\n";
+  if (report.outcome_changed > 0) {
+    out += "requests that now fail or no longer fail: " + std::to_string(report.outcome_changed) +
+           "\n";
+  }
+  out += "top node changed: " + std::to_string(report.top_changed) + " of " +
+         std::to_string(report.prioritize) + " prioritize request(s)\n";
+  out += "scores changed: " + std::to_string(report.scores_changed) + " of " +
+         std::to_string(report.scores);
+  if (report.scores_changed > 0) {
+    char mean[32];
+    std::snprintf(
+        mean, sizeof(mean), "%.2f",
+        static_cast<double>(report.total_shift) / static_cast<double>(report.scores_changed));
+    out += " (max shift " + std::to_string(report.max_shift) + ", mean " + mean + ")";
+  }
+  out += "\n";
+  std::vector<int64_t> recorded;
+  std::vector<int64_t> replayed;
+  for (const RequestReplay& r : report.requests) {
+    if (r.replayed) {
+      recorded.push_back(r.recorded_micros);
+      replayed.push_back(r.replay_micros);
+    }
+  }
+  out += "latency us: recorded (whole request) p50 " + std::to_string(Percentile(recorded, 0.5)) +
+         " p99 " + std::to_string(Percentile(recorded, 0.99)) + "; replay (policies only) p50 " +
+         std::to_string(Percentile(replayed, 0.5)) + " p99 " +
+         std::to_string(Percentile(replayed, 0.99)) + "\n";
+  if (diff) {
+    for (const RequestReplay& r : report.requests) {
+      if (!r.changed) {
+        continue;
+      }
+      out += "\n" + r.where + " " + r.verb + " " + r.pod + " (profile " + r.profile + ")\n";
+      for (const std::string& line : r.diff) {
+        out += "  " + line + "\n";
+      }
+    }
+  }
+  return out;
+}
+
+std::string FormatReplayJson(const ReplayReport& report) {
+  Json requests = Json::array();
+  for (const RequestReplay& r : report.requests) {
+    requests.push_back({{"where", r.where},
+                        {"verb", r.verb},
+                        {"profile", r.profile},
+                        {"pod", r.pod},
+                        {"replayed", r.replayed},
+                        {"skipped", r.skipped.empty() ? Json(nullptr) : Json(r.skipped)},
+                        {"changed", r.changed},
+                        {"diff", r.diff},
+                        {"recordedMicros", r.recorded_micros},
+                        {"replayMicros", r.replay_micros}});
+  }
+  const Json doc = {{"records", report.records},
+                    {"replayed", report.replayed},
+                    {"changed", report.changed},
+                    {"unreadable", report.unreadable},
+                    {"decisionsChanged", report.decisions_changed},
+                    {"newlyRejected", report.newly_rejected},
+                    {"newlyRejectedBy", report.newly_rejected_by},
+                    {"newlyAccepted", report.newly_accepted},
+                    {"newlyAcceptedFrom", report.newly_accepted_from},
+                    {"outcomeChanged", report.outcome_changed},
+                    {"prioritize", report.prioritize},
+                    {"topChanged", report.top_changed},
+                    {"scores", report.scores},
+                    {"scoresChanged", report.scores_changed},
+                    {"maxShift", report.max_shift},
+                    {"requests", std::move(requests)}};
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace schedext::record

@@ -1,0 +1,45 @@
+// ExtenderService::RecordExchange: the recorder's hook at the end of Handle.
+// On the request thread, so it only samples and, for a sampled request,
+// copies the bodies and the pointers to what the cache lent the request; the
+// recorder's thread does the rest (record/recorder.h).
+#include <chrono>
+#include <string>
+
+#include "schedext/record/recorder.h"
+#include "schedext/server/service.h"
+
+namespace schedext::server {
+
+void ExtenderService::RecordExchange(Verb verb, const pipeline::Profile& profile,
+                                     const wire::RequestBuffer& body, const Scratch& s,
+                                     std::string_view out, int http_status,
+                                     std::chrono::steady_clock::time_point start) const {
+  // Undecodable bodies cannot be replayed; explain is not a verb.
+  if (verb == Verb::kExplain || http_status == 400 || !recorder_->Sample(VerbName(verb))) {
+    return;
+  }
+  record::Exchange e;
+  e.verb = VerbName(verb);
+  e.profile = profile.name();
+  e.status = http_status;
+  e.latency_micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+  e.request.assign(body.data(), body.size());
+  e.reply.assign(out);
+  const bool args = verb == Verb::kFilter || verb == Verb::kPrioritize;
+  if (args && s.snapshot != nullptr && !s.args.node_names.empty()) {
+    e.snapshot = s.snapshot;
+    if (s.args.mode == wire::NodeMode::kNodeNames) {
+      e.nodes = s.resolved;  // NodeInfos of the snapshot, usage attached
+    } else {
+      e.usage.reserve(s.args.nodes.size());
+      for (const model::NodeInfo& node : s.args.nodes) {
+        e.usage.push_back(node.usage);
+      }
+    }
+  }
+  recorder_->Enqueue(std::move(e));
+}
+
+}  // namespace schedext::server
