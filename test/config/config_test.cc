@@ -215,7 +215,7 @@ TEST(ConfigTest, RejectsUnknownFields) {
        "maxHeaderBytes, maxBodyBytes, headerTimeoutSeconds, bodyTimeoutSeconds, "
        "readTimeoutSeconds, writeTimeoutSeconds, keepAliveTimeoutSeconds, keepAliveMaxCount, "
        "bindThreads, maxPendingBinds, shutdownGraceSeconds, keepBufferBytes, keepLargeBuffers, "
-       "statusListen, tls)"},
+       "statusListen, tls, record)"},
       {"tls", "server:\n  tls:\n    caFile: x\n" + p,
        "config.yaml:3:5: server.tls.caFile: unknown field (known: certFile, keyFile, "
        "clientCAFile)"},
