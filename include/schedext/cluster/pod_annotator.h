@@ -6,12 +6,12 @@
 //   PATCH /api/v1/namespaces/{ns}/pods/{name}
 //   Content-Type: application/merge-patch+json
 //   {"metadata":{"uid":"<uid>","resourceVersion":"<rv>","annotations":{"k":"v","gone":null}}}
-// The uid makes the patch a precondition (the API server answers 409
-// Conflict "Precondition failed: UID in precondition: ..." when the pod was
-// deleted and re-created under the same name), as the kubelet's status
-// patches do; resourceVersion, when given, makes it an optimistic-concurrency
-// write (409 when the pod changed since: a rollback then must not undo a bind
-// that did happen).
+// The uid guards against a pod deleted and re-created under the same name: a
+// merge patch has no UID precondition, so kube-apiserver refuses the patched
+// uid as a change of an immutable field (422 "metadata.uid: Invalid value:
+// ... field is immutable"; ClusterAnnotationApiTest). resourceVersion, when
+// given, makes it an optimistic-concurrency write (409 Conflict when the pod
+// changed since: a rollback then must not undo a bind that did happen).
 //
 // Thread-safety: implementations must allow concurrent calls.
 #ifndef SCHEDEXT_CLUSTER_POD_ANNOTATOR_H_
@@ -40,8 +40,8 @@ class PodAnnotator {
  public:
   virtual ~PodAnnotator() = default;
   // The pod's metadata.resourceVersion after the patch. Errors say what the
-  // API server answered: kFailedPrecondition for 409 (uid or resourceVersion
-  // precondition failed) and other 4xx (404: the pod is gone),
+  // API server answered: kFailedPrecondition for 409 (resourceVersion
+  // precondition failed), 422 (stale uid) and other 4xx (404: the pod is gone),
   // kUnavailable for 5xx / 429 / transport failures, kDeadlineExceeded for
   // timeouts; kInvalidArgument for a patch without namespace, name or uid.
   virtual StatusOr<std::string> Annotate(const AnnotationPatch& patch) = 0;
