@@ -23,6 +23,7 @@
 #include "schedext/policy/registry.h"
 #include "schedext/server/http_server.h"
 #include "schedext/server/service.h"
+#include "testing/eventually.h"
 #include "testing/fake_api_server.h"
 
 namespace schedext {
@@ -42,18 +43,7 @@ std::string Fixture(std::string_view mode, std::string_view name) {
   return ss.str();
 }
 
-// Polls `condition` every 5 ms for up to 10 s.
-template <typename Fn>
-bool Eventually(Fn condition) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) {
-      return true;
-    }
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return condition();
-}
+using testing::Eventually;
 
 constexpr std::string_view kConfig = R"(
 profiles:

@@ -35,6 +35,7 @@
 #include "schedext/policy/registry.h"
 #include "schedext/server/http_server.h"
 #include "schedext/server/service.h"
+#include "testing/eventually.h"
 #include "testing/fake_api_server.h"
 
 namespace schedext {
@@ -58,18 +59,7 @@ const policy::gpushare::GpuUsage& GpuOf(const model::NodeUsage& usage) {
   return state != nullptr ? state->gpu : kNothing;
 }
 
-// Polls `condition` every 5 ms until it holds or `timeout` passes.
-template <typename Fn>
-bool Eventually(Fn condition, milliseconds timeout = milliseconds(15000)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) {
-      return true;
-    }
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return condition();
-}
+using testing::Eventually;
 
 // 4 GPUs × 16 GiB, and CPU, memory and pod slots for far more than that.
 std::string GpuNode(std::string_view name) {

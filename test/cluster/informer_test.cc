@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <condition_variable>
 #include <mutex>
 #include <string>
@@ -15,6 +16,7 @@
 #include "schedext/cluster/cache.h"
 #include "schedext/cluster/client_config.h"
 #include "schedext/cluster/http_kube_client.h"
+#include "testing/eventually.h"
 #include "testing/fake_api_server.h"
 #include "testing/fake_kube_client.h"
 #include "testing/json_builders.h"
@@ -391,16 +393,8 @@ TEST(InformerTest, StopsWhileWaitingAndIsNotSyncedWithoutAList) {
 
 // Polls `done` until it holds or the deadline passes (the cache has no
 // notification API; snapshots are cheap to load).
-template <typename Fn>
-bool Eventually(Fn&& done) {
-  const auto deadline = std::chrono::steady_clock::now() + kWait;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      return false;
-    }
-    std::this_thread::sleep_for(2ms);
-  }
-  return true;
+bool Eventually(const std::function<bool()>& done) {
+  return testing::Eventually(done, kWait);
 }
 
 // End to end: HttpKubeClient over TLS against the FakeApiServer, two
