@@ -465,6 +465,10 @@ TEST(ConfigTest, ReportsYamlSyntaxErrors) {
        "config.yaml:1:11: invalid YAML: the referenced anchor is not defined"},
       {"two documents", std::string(kProfiles) + "---\n" + std::string(kProfiles),
        "config.yaml: expected one YAML document, found 2"},
+      // yaml-cpp 0.7 loops for ever on these (fuzz/config); refused before it.
+      {"leading comma", ",", "config.yaml:1:1: invalid YAML: a document cannot start with ','"},
+      {"leading comma and more", ",p:\n  a: 1\n",
+       "config.yaml:1:1: invalid YAML: a document cannot start with ','"},
   });
 }
 
