@@ -69,7 +69,7 @@ Recorder::~Recorder() {
   }
 }
 
-bool Recorder::Sample(std::string_view verb) {
+bool Recorder::Sample(std::string_view verb, size_t body_bytes) {
   bool wanted = false;
   for (const std::string& v : options_.config.verbs) {
     wanted = wanted || v == verb;
@@ -83,7 +83,14 @@ bool Recorder::Sample(std::string_view verb) {
   if (std::floor(static_cast<double>(n + 1) * rate) <= std::floor(static_cast<double>(n) * rate)) {
     return false;
   }
-  if (pending_.load(std::memory_order_relaxed) >= options_.queue_entries) {
+  // The record holds both bodies as JSON strings, never shorter than the
+  // bodies: refuse here, before the request thread copies them.
+  if (body_bytes > options_.config.max_bytes) {
+    dropped_too_large_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  if (pending_.load(std::memory_order_relaxed) >= options_.queue_entries ||
+      pending_bytes_.load(std::memory_order_relaxed) + body_bytes > options_.queue_bytes) {
     dropped_queue_full_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
@@ -101,6 +108,7 @@ void Recorder::Enqueue(Exchange exchange) {
     queue_bytes_ += bytes;
     queue_.push_back(std::move(exchange));
     pending_.store(queue_.size(), std::memory_order_relaxed);
+    pending_bytes_.store(queue_bytes_, std::memory_order_relaxed);
   }
   wake_.notify_one();
 }
@@ -152,6 +160,7 @@ void Recorder::Run() {
       queue_.pop_front();
       queue_bytes_ -= exchange.request.size() + exchange.reply.size();
       pending_.store(queue_.size(), std::memory_order_relaxed);
+      pending_bytes_.store(queue_bytes_, std::memory_order_relaxed);
       writing_ = true;
     }
     if (options_.before_write) {

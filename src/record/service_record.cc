@@ -1,6 +1,6 @@
 // ExtenderService::RecordExchange: the recorder's hook at the end of Handle.
-// On the request thread, so it only samples and, for a sampled request,
-// copies the bodies and the pointers to what the cache lent the request; the
+// On the request thread, so it only samples (sizes checked before any copy)
+// and, for a sampled request, copies the bodies and the pointers to what the cache lent the request; the
 // recorder's thread does the rest (record/recorder.h).
 #include <chrono>
 #include <string>
@@ -15,7 +15,8 @@ void ExtenderService::RecordExchange(Verb verb, const pipeline::Profile& profile
                                      std::string_view out, int http_status,
                                      std::chrono::steady_clock::time_point start) const {
   // Undecodable bodies cannot be replayed; explain is not a verb.
-  if (verb == Verb::kExplain || http_status == 400 || !recorder_->Sample(VerbName(verb))) {
+  if (verb == Verb::kExplain || http_status == 400 ||
+      !recorder_->Sample(VerbName(verb), body.size() + out.size())) {
     return;
   }
   record::Exchange e;

@@ -8,10 +8,12 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <future>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -258,20 +260,47 @@ TEST_F(RecorderTest, RotatesWithinMaxBytesAndMaxFiles) {
   }
 }
 
+// A record above maxBytes is dropped and counted. When the request and reply
+// bodies alone exceed it, the request thread refuses it before copying them:
+// it never reaches the queue or the writer; otherwise the writer drops it once
+// encoded (the node objects of node-cache mode, escaping).
 TEST_F(RecorderTest, DropsARecordAboveMaxBytes) {
   RecorderOptions options;
   options.config.max_bytes = 4096;
+  // Exchanges the writer took from the queue (shared: the writer thread may
+  // outlive an early return).
+  auto written = std::make_shared<std::atomic<int>>(0);
+  options.before_write = [written] { ++*written; };
   Start(options);
   ASSERT_EQ(Call(Verb::kFilter, "all", ExtenderArgsNamesJson(Pod().Build(), {"n1"})), 200);
-  // A full-mode body of four nodes is well above 4 KiB.
-  ASSERT_EQ(Call(Verb::kFilter, "all", ExtenderArgsJson(Pod(), Nodes(), ArgsShape::kFullNodes)),
-            200);
+  // Four full nodes: the bodies fit, the record (the reply echoes the passing
+  // nodes, and every quote is escaped) does not.
+  const std::string full = ExtenderArgsJson(Pod(), Nodes(), ArgsShape::kFullNodes);
+  ASSERT_EQ(Call(Verb::kFilter, "all", full), 200);
+  ASSERT_LE(full.size() + out_.size(), 4096U);
   recorder_->Flush();
-  EXPECT_EQ(dir_.Records().size(), 1U);
+  EXPECT_EQ(*written, 2);
   EXPECT_EQ(recorder_->stats().dropped_too_large, 1U);
+  // Six realistic full nodes: the request alone is above maxBytes.
+  std::vector<NodeJson> big;
+  for (const char* name : {"r1", "r2", "r3", "r4", "r5", "r6"}) {
+    big.push_back(NodeJson(name).Realistic());
+  }
+  const std::string large = ExtenderArgsJson(Pod(), big, ArgsShape::kFullNodes);
+  ASSERT_GT(large.size(), 4096U);
+  ASSERT_EQ(Call(Verb::kFilter, "all", large), 200);
+  recorder_->Flush();
+  EXPECT_EQ(*written, 2);  // never queued
+  EXPECT_EQ(recorder_->stats().dropped_too_large, 2U);
+  EXPECT_EQ(recorder_->stats().dropped_queue_full, 0U);
+  EXPECT_EQ(dir_.Records().size(), 1U);
+  // The bound is on request + reply together, inclusive.
+  EXPECT_FALSE(recorder_->Sample("filter", 4097));
+  EXPECT_TRUE(recorder_->Sample("filter", 4096));
+  EXPECT_EQ(recorder_->stats().dropped_too_large, 3U);
   std::string metrics;
   recorder_->AppendMetrics(metrics);
-  EXPECT_NE(metrics.find("schedext_record_dropped_total{reason=\"too_large\"} 1\n"),
+  EXPECT_NE(metrics.find("schedext_record_dropped_total{reason=\"too_large\"} 3\n"),
             std::string::npos)
       << metrics;
 }
@@ -311,6 +340,55 @@ TEST_F(RecorderTest, DropsAndCountsWhenTheWriterFallsBehind) {
   EXPECT_NE(metrics.find("schedext_record_dropped_total{reason=\"queue_full\"} 4\n"),
             std::string::npos)
       << metrics;
+}
+
+// Bodies that cannot fit in the queue's bytes are refused before the copy
+// too (queue_full), and so are those that do not fit beside what is queued.
+TEST_F(RecorderTest, DropsBeforeCopyingWhenTheQueueBytesAreFull) {
+  // Shared with the writer thread, which may outlive an early return.
+  struct Hold {
+    std::promise<void> entered;
+    std::promise<void> release;
+    std::shared_future<void> released = release.get_future().share();
+    std::atomic<int> written{0};
+  };
+  auto hold = std::make_shared<Hold>();
+  // Released on every way out, so the writer (and the fixture's teardown)
+  // never waits forever.
+  std::unique_ptr<Hold, void (*)(Hold*)> releaser(hold.get(),
+                                                  [](Hold* h) { h->release.set_value(); });
+  RecorderOptions options;
+  const std::string body = ExtenderArgsNamesJson(Pod().Build(), {"n1", "n2"});
+  const std::string reply =
+      R"({"Nodes":null,"NodeNames":["n1","n2"],"FailedNodes":{},)"
+      R"("FailedAndUnresolvableNodes":{},"Error":""})";
+  // Room for two such exchanges, not three.
+  const size_t exchange = body.size() + reply.size();
+  options.queue_bytes = 2 * exchange + exchange / 2;
+  options.before_write = [hold] {
+    if (hold->written++ == 0) {
+      hold->entered.set_value();
+      hold->released.wait();
+    }
+  };
+  Start(options);
+  EXPECT_FALSE(recorder_->Sample("filter", options.queue_bytes + 1));
+  EXPECT_EQ(recorder_->stats().dropped_queue_full, 1U);
+  // The first is taken by the (held) writer; the next two fill the queue's
+  // bytes; the fourth does not fit beside them.
+  ASSERT_EQ(Call(Verb::kFilter, "all", body), 200);
+  ASSERT_EQ(out_, reply);
+  ASSERT_EQ(hold->entered.get_future().wait_for(std::chrono::seconds(60)),
+            std::future_status::ready);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(Call(Verb::kFilter, "all", body), 200);
+  }
+  EXPECT_EQ(recorder_->stats().dropped_queue_full, 2U);
+  EXPECT_EQ(recorder_->stats().dropped_too_large, 0U);
+  releaser.reset();
+  recorder_->Flush();
+  EXPECT_EQ(hold->written, 3);
+  EXPECT_EQ(recorder_->stats().recorded, 3U);
 }
 
 TEST(RecordConfigTest, KeysDefaultsAndErrors) {

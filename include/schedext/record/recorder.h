@@ -9,13 +9,17 @@
 // the usage it counted on each node. A record replays without the cluster.
 //
 // The request thread only samples and enqueues: Sample() is a relaxed atomic
-// counter and a queue-length check; a sampled request copies its body and
-// reply and keeps the cache snapshot its nodes point into alive (a pointer
-// copy) until the writer thread has serialised them. The queue is bounded in
-// entries and bytes; when the writer falls behind, new records are dropped
-// and counted (schedext_record_dropped_total{reason="queue_full"}), never
-// waited for. Files rotate at maxBytes each; beyond maxFiles the oldest
-// recording file of the directory is deleted.
+// counter and checks of the body sizes against maxBytes and of the queue's
+// length and bytes, all before anything is copied (a full-mode body can be
+// 170 MB); a sampled request then copies its body and reply and keeps the
+// cache snapshot its nodes point into alive (a pointer copy) until the writer
+// thread has serialised them. The queue is bounded in entries and bytes; when
+// the writer falls behind, new records are dropped and counted
+// (schedext_record_dropped_total{reason="queue_full"}), never waited for. A
+// record above maxBytes is dropped (reason="too_large"): on the request
+// thread when its bodies alone exceed it, else by the writer once encoded.
+// Files rotate at maxBytes each; beyond maxFiles the oldest recording file of
+// the directory is deleted.
 //
 // Thread-safety: Sample, Enqueue, stats and AppendMetrics from any thread.
 #ifndef SCHEDEXT_RECORD_RECORDER_H_
@@ -89,10 +93,12 @@ class Recorder {
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
 
-  // Whether to record this request of `verb`: configured verbs only, at the
-  // sample rate (deterministic: over n requests, floor(n × rate) are taken),
-  // and only when the queue has room (else counted as dropped).
-  bool Sample(std::string_view verb);
+  // Whether to record this request of `verb`, whose request and reply bodies
+  // are `body_bytes` together (the least its record takes): configured verbs
+  // only, at the sample rate (deterministic: over n requests, floor(n × rate)
+  // are taken), and only when `body_bytes` is within maxBytes and the queue
+  // has room for them (else counted as dropped: too_large, queue_full).
+  bool Sample(std::string_view verb, size_t body_bytes);
   // Queues a sampled exchange; never blocks on the writer.
   void Enqueue(Exchange exchange);
 
@@ -112,7 +118,8 @@ class Recorder {
 
   const RecorderOptions options_;
   std::atomic<uint64_t> seen_{0};
-  std::atomic<size_t> pending_{0};
+  std::atomic<size_t> pending_{0};        // queue_.size(), for Sample
+  std::atomic<size_t> pending_bytes_{0};  // queue_bytes_, for Sample
 
   std::mutex mu_;
   std::condition_variable wake_;
