@@ -1,7 +1,7 @@
 // ExtenderService::RecordExchange: the recorder's hook at the end of Handle.
 // On the request thread, so it only samples (sizes checked before any copy)
-// and, for a sampled request, copies the bodies and the pointers to what the cache lent the request; the
-// recorder's thread does the rest (record/recorder.h).
+// and, for a sampled request, copies the bodies and the pointers to what the cache lent the
+// request; the recorder's thread does the rest (record/recorder.h).
 #include <chrono>
 #include <string>
 

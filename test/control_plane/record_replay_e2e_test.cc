@@ -36,6 +36,7 @@
 // prioritize requests; all 18 scores change (shifts 2, 3, 2: max 3, total 42,
 // mean 2.33).
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <stdio.h>
 #include <sys/wait.h>
 
@@ -43,7 +44,6 @@
 #include <chrono>
 #include <cstdint>
 #include <fstream>
-#include <httplib.h>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -314,9 +314,8 @@ TEST_F(RecordReplayE2eTest, ReplayShowsExactlyTheChangedConfigurationsDifference
   ASSERT_EQ(doc["requests"].size(), 12U);
   const std::vector<std::string> filter_diff = {
       c + ": pass -> unresolvable by NodeLabel \"node(s) had forbidden labels\""};
-  std::vector<std::string> prioritize_diff = {"top node: " + b + " -> " + a,
-                                              a + ": score 6 -> 8", b + ": score 8 -> 5",
-                                              c + ": score 6 -> 4"};
+  std::vector<std::string> prioritize_diff = {"top node: " + b + " -> " + a, a + ": score 6 -> 8",
+                                              b + ": score 8 -> 5", c + ": score 6 -> 4"};
   std::sort(prioritize_diff.begin(), prioritize_diff.end());
   std::multiset<std::string> filtered;
   std::multiset<std::string> prioritized;

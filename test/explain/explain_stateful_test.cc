@@ -51,20 +51,17 @@ json PassingNode(std::string_view name, std::string_view policy, int64_t raw, in
   if (filter) {
     filters.push_back({{"policy", policy}, {"verdict", "pass"}, {"reason", nullptr}});
   }
-  return {{"name", name},
-          {"verdict", "pass"},
-          {"reason", nullptr},
-          {"rejectedBy", nullptr},
-          {"filters", filters},
-          {"scores",
-           {{{"policy", policy},
-             {"weight", 1},
-             {"raw", raw},
-             {"normalized", raw},
-             {"weighted", raw}}}},
-          {"weightedTotal", raw},
-          {"score", score},
-          {"rank", rank}};
+  return {
+      {"name", name},
+      {"verdict", "pass"},
+      {"reason", nullptr},
+      {"rejectedBy", nullptr},
+      {"filters", filters},
+      {"scores",
+       {{{"policy", policy}, {"weight", 1}, {"raw", raw}, {"normalized", raw}, {"weighted", raw}}}},
+      {"weightedTotal", raw},
+      {"score", score},
+      {"rank", rank}};
 }
 
 json RejectedNode(std::string_view name, std::string_view policy, std::string_view verdict,
@@ -89,15 +86,15 @@ json Document(std::string_view profile, std::string_view policy, bool filter,
               const std::vector<json>& nodes, const std::vector<std::string>& ranking,
               ArgsShape shape) {
   return {{"profile", profile},
-              {"pod", {{"namespace", "shop"}, {"name", "web-1"}, {"uid", "uid-web-1"}}},
-              {"nodeMode", shape == ArgsShape::kFullNodes ? "Nodes" : "NodeNames"},
-              {"scoring", "passing"},
-              {"policies", {{{"name", policy}, {"weight", 1}, {"filter", filter}, {"score", true}}}},
-              {"totalWeight", 1},
-              {"filterError", nullptr},
-              {"prioritizeError", nullptr},
-              {"nodes", nodes},
-              {"ranking", ranking}};
+          {"pod", {{"namespace", "shop"}, {"name", "web-1"}, {"uid", "uid-web-1"}}},
+          {"nodeMode", shape == ArgsShape::kFullNodes ? "Nodes" : "NodeNames"},
+          {"scoring", "passing"},
+          {"policies", {{{"name", policy}, {"weight", 1}, {"filter", filter}, {"score", true}}}},
+          {"totalWeight", 1},
+          {"filterError", nullptr},
+          {"prioritizeError", nullptr},
+          {"nodes", nodes},
+          {"ranking", ranking}};
 }
 
 // ---------------------------------------------------------------- GpuShare
@@ -174,8 +171,8 @@ class ExplainGpuShareTest : public ::testing::Test {
     options.watches.push_back(host_.watches()[0].handler);
     cache_ = std::make_unique<cluster::ClusterCache>(options);
     ASSERT_NO_FATAL_FAILURE(Feed());
-    service_ = std::make_unique<server::ExtenderService>(profiles, 0, cache_.get(), nullptr,
-                                                         nullptr);
+    service_ =
+        std::make_unique<server::ExtenderService>(profiles, 0, cache_.get(), nullptr, nullptr);
   }
 
   // The nodes and pods through the real object decoder (as CacheWith does,
@@ -256,8 +253,8 @@ std::vector<json> ExpectedGpuNodes(bool spread, bool ghost) {
   std::vector<json> nodes;
   nodes.push_back(spread ? PassingNode("g1", kPolicy, 56, 6, 2)
                          : PassingNode("g1", kPolicy, 100, 10, 1));
-  nodes.push_back(RejectedNode("g2", kPolicy, "unschedulable",
-                               "no GPU with 5 GiB free (largest free 1 GiB)"));
+  nodes.push_back(
+      RejectedNode("g2", kPolicy, "unschedulable", "no GPU with 5 GiB free (largest free 1 GiB)"));
   if (ghost) {
     nodes.push_back(kGhost);
   }
@@ -280,19 +277,19 @@ TEST_F(ExplainGpuShareTest, BinpackAndSpreadInBothNodeModes) {
                    ExtenderArgsJson(GpuPod(), GpuNodes(), ArgsShape::kFullNodes), out_),
               200)
         << out_;
-    EXPECT_EQ(json::parse(out_), Document(profile, "GpuShare", true,
-                                          ExpectedGpuNodes(spread, false), ranking,
-                                          ArgsShape::kFullNodes))
+    EXPECT_EQ(json::parse(out_),
+              Document(profile, "GpuShare", true, ExpectedGpuNodes(spread, false), ranking,
+                       ArgsShape::kFullNodes))
         << out_;
     // Node names: everything from the cache; an unknown name is unresolvable.
-    ASSERT_EQ(Call(*service_, Verb::kExplain, profile,
-                   ExtenderArgsNamesJson(GpuPod().Build(), {"g1", "g2", "ghost", "g3", "g4", "cpu"}),
-                   out_),
-              200)
+    ASSERT_EQ(
+        Call(*service_, Verb::kExplain, profile,
+             ExtenderArgsNamesJson(GpuPod().Build(), {"g1", "g2", "ghost", "g3", "g4", "cpu"}),
+             out_),
+        200)
         << out_;
-    EXPECT_EQ(json::parse(out_), Document(profile, "GpuShare", true,
-                                          ExpectedGpuNodes(spread, true), ranking,
-                                          ArgsShape::kNodeNames))
+    EXPECT_EQ(json::parse(out_), Document(profile, "GpuShare", true, ExpectedGpuNodes(spread, true),
+                                          ranking, ArgsShape::kNodeNames))
         << out_;
     // The verbs agree: prioritize of the passing nodes answers those scores.
     ASSERT_EQ(Call(*service_, Verb::kPrioritize, profile,
@@ -342,31 +339,29 @@ class ExplainNodeLoadTest : public ::testing::Test {
     // has no data.
     const Clock::time_point taken = Clock::time_point() + std::chrono::hours(1);
     auto snapshot = std::make_shared<const LoadSnapshot>(
-        std::vector<std::pair<std::string, NodeLoadSample>>{{"n1", Sample(10, 5, 25)},
-                                                            {"n2", Sample(50, 15, 45)},
-                                                            {"n3", Sample(85, 0, 10)}},
+        std::vector<std::pair<std::string, NodeLoadSample>>{
+            {"n1", Sample(10, 5, 25)}, {"n2", Sample(50, 15, 45)}, {"n3", Sample(85, 0, 10)}},
         taken);
     // NodeLoad as registered by the built-ins, but over this snapshot and a
     // clock at the time it was taken (fresh), with no recent binds.
     policy::Registry registry;
-    ASSERT_TRUE(registry
-                    .Register("NodeLoad",
-                              [snapshot, taken](const nlohmann::json& args,
-                                                const policy::PolicyContext& context)
-                                  -> StatusOr<std::unique_ptr<policy::Policy>> {
-                                SCHEDEXT_ASSIGN_OR_RETURN(
-                                    policy::nodeload::NodeLoadSpec spec,
-                                    policy::nodeload::ParseNodeLoadArgs(args, context));
-                                LoadSources sources;
-                                sources.snapshot = [snapshot] { return snapshot; };
-                                sources.now = [taken] { return taken; };
-                                auto ledger = std::make_shared<BindLedger>(
-                                    std::chrono::minutes(10), [taken] { return taken; });
-                                return policy::nodeload::MakeNodeLoad(
-                                    std::move(spec), std::move(sources), std::move(ledger),
-                                    nullptr);
-                              })
-                    .ok());
+    ASSERT_TRUE(
+        registry
+            .Register(
+                "NodeLoad",
+                [snapshot, taken](const nlohmann::json& args, const policy::PolicyContext& context)
+                    -> StatusOr<std::unique_ptr<policy::Policy>> {
+                  SCHEDEXT_ASSIGN_OR_RETURN(policy::nodeload::NodeLoadSpec spec,
+                                            policy::nodeload::ParseNodeLoadArgs(args, context));
+                  LoadSources sources;
+                  sources.snapshot = [snapshot] { return snapshot; };
+                  sources.now = [taken] { return taken; };
+                  auto ledger = std::make_shared<BindLedger>(std::chrono::minutes(10),
+                                                             [taken] { return taken; });
+                  return policy::nodeload::MakeNodeLoad(std::move(spec), std::move(sources),
+                                                        std::move(ledger), nullptr);
+                })
+            .ok());
     auto config = config::LoadConfigText(kLoadConfig, "test");
     ASSERT_TRUE(config.ok()) << config.status().ToString();
     std::vector<std::shared_ptr<const pipeline::Profile>> profiles;
@@ -377,8 +372,8 @@ class ExplainNodeLoadTest : public ::testing::Test {
       profiles.push_back(*p);
     }
     cache_ = CacheWith(Nodes(), {BoundPod()});
-    service_ = std::make_unique<server::ExtenderService>(profiles, 0, cache_.get(), nullptr,
-                                                         nullptr);
+    service_ =
+        std::make_unique<server::ExtenderService>(profiles, 0, cache_.get(), nullptr, nullptr);
   }
 
   std::unique_ptr<cluster::ClusterCache> cache_;
@@ -402,8 +397,8 @@ TEST_F(ExplainNodeLoadTest, TargetLoadPackingWithTheHotFilterInBothNodeModes) {
     if (ghost) {
       out.push_back(kGhost);
     }
-    out.push_back(RejectedNode("n3", "NodeLoad", "unresolvable",
-                               "node(s) were too hot: CPU use above 80%"));
+    out.push_back(
+        RejectedNode("n3", "NodeLoad", "unresolvable", "node(s) were too hot: CPU use above 80%"));
     out.push_back(PassingNode("n4", "NodeLoad", 50, 5, 1));
     return out;
   };
@@ -437,17 +432,15 @@ TEST_F(ExplainNodeLoadTest, TargetLoadPackingWithTheHotFilterInBothNodeModes) {
 //   n4: no data → neutral 50 → score 5 (shares rank 3 with n3)
 TEST_F(ExplainNodeLoadTest, RiskBalancingInBothNodeModes) {
   for (ArgsShape shape : {ArgsShape::kFullNodes, ArgsShape::kNodeNames}) {
-    ASSERT_EQ(Call(*service_, Verb::kExplain, "risk", ExtenderArgsJson(Pod(), Nodes(), shape),
-                   out_),
-              200)
+    ASSERT_EQ(
+        Call(*service_, Verb::kExplain, "risk", ExtenderArgsJson(Pod(), Nodes(), shape), out_), 200)
         << out_;
-    EXPECT_EQ(json::parse(out_),
-              Document("risk", "NodeLoad", false,
-                       {PassingNode("n1", "NodeLoad", 75, 8, 1, false),
-                        PassingNode("n2", "NodeLoad", 55, 6, 2, false),
-                        PassingNode("n3", "NodeLoad", 50, 5, 3, false),
-                        PassingNode("n4", "NodeLoad", 50, 5, 3, false)},
-                       {"n1", "n2", "n3", "n4"}, shape))
+    EXPECT_EQ(json::parse(out_), Document("risk", "NodeLoad", false,
+                                          {PassingNode("n1", "NodeLoad", 75, 8, 1, false),
+                                           PassingNode("n2", "NodeLoad", 55, 6, 2, false),
+                                           PassingNode("n3", "NodeLoad", 50, 5, 3, false),
+                                           PassingNode("n4", "NodeLoad", 50, 5, 3, false)},
+                                          {"n1", "n2", "n3", "n4"}, shape))
         << out_;
   }
 }

@@ -359,9 +359,8 @@ TEST_F(RecorderTest, DropsBeforeCopyingWhenTheQueueBytesAreFull) {
                                                   [](Hold* h) { h->release.set_value(); });
   RecorderOptions options;
   const std::string body = ExtenderArgsNamesJson(Pod().Build(), {"n1", "n2"});
-  const std::string reply =
-      R"({"Nodes":null,"NodeNames":["n1","n2"],"FailedNodes":{},)"
-      R"("FailedAndUnresolvableNodes":{},"Error":""})";
+  const std::string reply = R"({"Nodes":null,"NodeNames":["n1","n2"],"FailedNodes":{},)"
+                            R"("FailedAndUnresolvableNodes":{},"Error":""})";
   // Room for two such exchanges, not three.
   const size_t exchange = body.size() + reply.size();
   options.queue_bytes = 2 * exchange + exchange / 2;
