@@ -80,6 +80,18 @@ std::optional<std::string_view> StringMap::Find(std::string_view key) const {
   return std::nullopt;
 }
 
+std::optional<std::string_view> StringMap::Find(const InternedName& key) const {
+  if (!key.ComparableIn(ids_from_)) {
+    return Find(key.text);
+  }
+  for (size_t i = 0; i < ids_.size(); ++i) {
+    if (ids_[i] == key.id) {
+      return entries_[i].second;
+    }
+  }
+  return std::nullopt;
+}
+
 void StringMap::Set(std::string_view key, std::string_view value) {
   for (Entry& entry : entries_) {
     if (entry.first == key) {
@@ -88,6 +100,17 @@ void StringMap::Set(std::string_view key, std::string_view value) {
     }
   }
   entries_.emplace_back(key, value);
+  if (ids_from_ != nullptr) {
+    ids_.push_back(ids_from_->Find(key));
+  }
+}
+
+void StringMap::AssignIds(const NameTable& table) {
+  ids_from_ = &table;
+  ids_.resize(entries_.size());
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    ids_[i] = table.Find(entries_[i].first);
+  }
 }
 
 std::optional<SelectorOperator> ParseSelectorOperator(std::string_view text) {
@@ -113,7 +136,7 @@ std::optional<SelectorOperator> ParseSelectorOperator(std::string_view text) {
 }
 
 bool Matches(const SelectorRequirement& req, const StringMap& labels) {
-  const std::optional<std::string_view> value = labels.Find(req.key);
+  const std::optional<std::string_view> value = labels.Find(req.interned_key());
   // The value-count checks mirror labels.NewRequirement: kube-scheduler fails
   // the whole term on a malformed requirement rather than guessing. Without
   // them an empty NotIn would match every node.

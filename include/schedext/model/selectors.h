@@ -15,26 +15,45 @@
 #include <utility>
 #include <vector>
 
+#include "schedext/model/name_table.h"
+
 namespace schedext::model {
 
 // A string→string map (labels, annotations, nodeSelector) as a small vector of
 // pairs: lookups are linear scans, faster than hashing at the 5–30 entries real
 // objects have. Keys are unique; when a body repeats a key the last value wins.
+//
+// Once AssignIds(table) ran, each key also carries its id in that table
+// (name_table.h), in a compact array of its own: Find(InternedName) then scans
+// 4-byte ids and reads no key text, where scanning keys would load a cache
+// line of the owner's text for every key of the same length.
 class StringMap {
  public:
   using Entry = std::pair<std::string_view, std::string_view>;
 
   std::optional<std::string_view> Find(std::string_view key) const;
+  // The same answer, by id when this map's ids come from key.table.
+  std::optional<std::string_view> Find(const InternedName& key) const;
   bool Contains(std::string_view key) const { return Find(key).has_value(); }
   // Inserts or replaces.
   void Set(std::string_view key, std::string_view value);
-  void Clear() { entries_.clear(); }
+  // Tags every key with its id in `table`; keys set later are tagged too.
+  void AssignIds(const NameTable& table);
+  const NameTable* ids_from() const { return ids_from_; }
+  // Removes every entry and the ids' table, keeping capacity for reuse.
+  void Clear() {
+    entries_.clear();
+    ids_.clear();
+    ids_from_ = nullptr;
+  }
   size_t size() const { return entries_.size(); }
   bool empty() const { return entries_.empty(); }
   std::span<const Entry> entries() const { return entries_; }
 
  private:
   std::vector<Entry> entries_;
+  std::vector<NameId> ids_;  // ids_[i]: entries_[i]'s key; empty while ids_from_ is null
+  const NameTable* ids_from_ = nullptr;
 };
 
 enum class SelectorOperator { kIn, kNotIn, kExists, kDoesNotExist, kGt, kLt };
@@ -46,6 +65,12 @@ struct SelectorRequirement {
   std::string_view key;
   SelectorOperator op = SelectorOperator::kIn;
   std::vector<std::string_view> values;
+  // `key`'s id when a policy interned it (configured selectors); kNoNameId
+  // and null for selectors decoded from a request.
+  NameId key_id = kNoNameId;
+  const NameTable* key_table = nullptr;
+
+  InternedName interned_key() const { return InternedName{key, key_id, key_table}; }
 };
 
 // True when `labels` satisfy `req`, with Kubernetes semantics: In/NotIn compare
