@@ -6,9 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "schedext/model/resources.h"
 #include "schedext/model/selectors.h"
@@ -115,6 +118,84 @@ TEST(StringMapIdsTest, ByIdReadsNoKeyText) {
   labels.Clear();
   EXPECT_EQ(labels.ids_from(), nullptr);
   EXPECT_EQ(labels.Find(zone), std::nullopt);
+}
+
+// Every operator, on maps with and without ids and requirements with and
+// without value ids: the id path answers exactly as the text path.
+TEST(SelectorIdsTest, SameAnswersAsText) {
+  NameTable table;
+  const std::vector<std::string> keys = {"zone", "os", "tier"};
+  const std::vector<std::vector<std::string>> value_sets = {
+      {"a"}, {"a", "b"}, {"late"}, {}, {"5"}};
+  for (const std::string& k : keys) {
+    table.Intern(k);
+  }
+  table.Intern("a");
+  table.Intern("b");
+  table.Intern("5");
+  table.Freeze();  // "late", "c", "7" stay out of the table
+  const std::vector<std::vector<std::pair<std::string, std::string>>> nodes = {
+      {}, {{"zone", "a"}}, {{"zone", "c"}, {"os", "b"}}, {{"zone", "late"}}, {{"tier", "7"}},
+      {{"zone", "b"}, {"tier", "5"}}};
+  const SelectorOperator ops[] = {SelectorOperator::kIn,     SelectorOperator::kNotIn,
+                                  SelectorOperator::kExists, SelectorOperator::kDoesNotExist,
+                                  SelectorOperator::kGt,     SelectorOperator::kLt};
+  int by_id = 0;
+  for (const auto& labels_spec : nodes) {
+    StringMap plain;
+    for (const auto& [k, v] : labels_spec) {
+      plain.Set(k, v);
+    }
+    StringMap tagged = plain;
+    tagged.AssignIds(table);
+    for (const std::string& key : keys) {
+      for (const auto& values : value_sets) {
+        for (SelectorOperator op : ops) {
+          SelectorRequirement text_req{key, op, {}};
+          for (const std::string& v : values) {
+            text_req.values.push_back(v);
+          }
+          SelectorRequirement id_req = text_req;
+          const InternedName interned = InternedName::Of(key, &table);
+          id_req.key_id = interned.id;
+          id_req.key_table = interned.table;
+          for (const std::string& v : values) {
+            id_req.value_ids.push_back(table.Find(v));
+          }
+          if (std::find(id_req.value_ids.begin(), id_req.value_ids.end(), kNoNameId) !=
+              id_req.value_ids.end()) {
+            id_req.value_ids.clear();  // as NodeLabel does: all or none
+          }
+          const bool want = Matches(text_req, plain);
+          EXPECT_EQ(Matches(id_req, tagged), want) << key << " op " << static_cast<int>(op);
+          EXPECT_EQ(Matches(id_req, plain), want);
+          EXPECT_EQ(Matches(text_req, tagged), want);
+          by_id += id_req.value_ids.empty() ? 0 : 1;
+        }
+      }
+    }
+  }
+  EXPECT_GT(by_id, 0);
+}
+
+TEST(SelectorIdsTest, ValueIdsReadNoValueText) {
+  NameTable table;
+  const InternedName os = InternedName::Of("kubernetes.io/os", &table);
+  const NameId linux_id = table.Intern("linux");
+  table.Freeze();
+  std::string text = "kubernetes.io/oslinux";
+  StringMap labels;
+  labels.Set(std::string_view(text).substr(0, 16), std::string_view(text).substr(16));
+  labels.AssignIds(table);
+  SelectorRequirement in{os.text, SelectorOperator::kIn, {"linux"}};
+  in.key_id = os.id;
+  in.key_table = os.table;
+  in.value_ids = {linux_id};
+  EXPECT_TRUE(Matches(in, labels));
+  text.replace(0, text.size(), std::string(text.size(), 'x'));  // key and value text gone
+  EXPECT_TRUE(Matches(in, labels));
+  in.op = SelectorOperator::kNotIn;
+  EXPECT_FALSE(Matches(in, labels));
 }
 
 TEST(StringMapIdsTest, UntaggedMapsAreSearchedByText) {

@@ -1,5 +1,6 @@
 #include "policy/builtin/node_label/node_label.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <string>
@@ -176,6 +177,18 @@ Selector ViewSelector(const SelectorSpec& spec, model::NameTable* names) {
     const model::InternedName key = model::InternedName::Of(requirement.key, names);
     view.key_id = key.id;
     view.key_table = key.table;
+    // In / NotIn values interned too, so matching compares value ids; all or
+    // none (a frozen table may lack some: then the values are compared as text).
+    if (names != nullptr && (requirement.op == model::SelectorOperator::kIn ||
+                             requirement.op == model::SelectorOperator::kNotIn)) {
+      for (const std::string& value : requirement.values) {
+        view.value_ids.push_back(names->Intern(value));
+      }
+      if (std::find(view.value_ids.begin(), view.value_ids.end(), model::kNoNameId) !=
+          view.value_ids.end()) {
+        view.value_ids.clear();
+      }
+    }
     view.op = requirement.op;
     view.values.assign(requirement.values.begin(), requirement.values.end());
     selector.push_back(std::move(view));
