@@ -422,7 +422,6 @@ bool FieldDecoder::ReadResourceList(od::value& v, model::ResourceList& list,
   });
 }
 
-
 bool FieldDecoder::ReadObjectMeta(std::string_view key, od::value& value, ObjectMeta& meta) {
   if (KeyIs(key, "resourceVersion")) {
     return ReadString(value, meta.resource_version);

@@ -141,5 +141,4 @@ bool FieldDecoder::DecodeNodeStatus(od::value& v, model::NodeInfo& node) {
   });
 }
 
-
 }  // namespace schedext::wire::internal

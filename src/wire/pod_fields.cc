@@ -286,5 +286,4 @@ bool FieldDecoder::DecodeTolerations(od::value& v, std::vector<model::Toleration
   });
 }
 
-
 }  // namespace schedext::wire::internal

@@ -125,8 +125,7 @@ TEST(StringMapIdsTest, ByIdReadsNoKeyText) {
 TEST(SelectorIdsTest, SameAnswersAsText) {
   NameTable table;
   const std::vector<std::string> keys = {"zone", "os", "tier"};
-  const std::vector<std::vector<std::string>> value_sets = {
-      {"a"}, {"a", "b"}, {"late"}, {}, {"5"}};
+  const std::vector<std::vector<std::string>> value_sets = {{"a"}, {"a", "b"}, {"late"}, {}, {"5"}};
   for (const std::string& k : keys) {
     table.Intern(k);
   }
@@ -135,7 +134,11 @@ TEST(SelectorIdsTest, SameAnswersAsText) {
   table.Intern("5");
   table.Freeze();  // "late", "c", "7" stay out of the table
   const std::vector<std::vector<std::pair<std::string, std::string>>> nodes = {
-      {}, {{"zone", "a"}}, {{"zone", "c"}, {"os", "b"}}, {{"zone", "late"}}, {{"tier", "7"}},
+      {},
+      {{"zone", "a"}},
+      {{"zone", "c"}, {"os", "b"}},
+      {{"zone", "late"}},
+      {{"tier", "7"}},
       {{"zone", "b"}, {"tier", "5"}}};
   const SelectorOperator ops[] = {SelectorOperator::kIn,     SelectorOperator::kNotIn,
                                   SelectorOperator::kExists, SelectorOperator::kDoesNotExist,

@@ -12,6 +12,7 @@
 // 1,000 nodes must make exactly as many. Any allocation or lock in a per-node
 // hook or in the profile's loops makes the 1,000-node count larger.
 #include <dlfcn.h>
+#include <gtest/gtest.h>
 #include <pthread.h>
 
 #include <cstdint>
@@ -22,8 +23,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "schedext/cluster/cache.h"
 #include "schedext/config/config.h"
@@ -109,7 +108,8 @@ std::string NodeJson(size_t i) {
   const std::string name = NodeName(i);
   const char* zones[] = {"us-west-2a", "us-west-2b", "us-west-2c"};
   std::string labels = R"("beta.kubernetes.io/arch":"amd64","beta.kubernetes.io/os":"linux",)";
-  labels += R"("eks.amazonaws.com/capacityType":")" + std::string(i % 5 == 0 ? "SPOT" : "ON_DEMAND");
+  labels +=
+      R"("eks.amazonaws.com/capacityType":")" + std::string(i % 5 == 0 ? "SPOT" : "ON_DEMAND");
   labels += R"(","eks.amazonaws.com/nodegroup":"ng-)" + std::to_string(i % 4);
   labels += R"(","eks.amazonaws.com/sourceLaunchTemplateVersion":")" + std::to_string(i % 12 + 1);
   labels += R"(","kubernetes.io/arch":"amd64","kubernetes.io/hostname":")" + name;
@@ -119,7 +119,8 @@ std::string NodeJson(size_t i) {
   labels += R"(")";
   std::vector<std::string> spec_fields;
   if (i % 7 == 3) {
-    spec_fields.push_back(R"("taints":[{"key":"dedicated","value":"batch","effect":"NoSchedule"}])");
+    spec_fields.push_back(
+        R"("taints":[{"key":"dedicated","value":"batch","effect":"NoSchedule"}])");
   }
   if (i % 30 == 11) {
     spec_fields.push_back(R"("unschedulable":true)");
@@ -142,14 +143,16 @@ std::string NodeJson(size_t i) {
   }
   const std::string resources =
       R"({"cpu":"8","memory":"32Gi","pods":"110","ephemeral-storage":"100Gi",)"
-      R"("hugepages-1Gi":"0","hugepages-2Mi":"0","attachable-volumes-aws-ebs":"25")" + gpus + "}";
+      R"("hugepages-1Gi":"0","hugepages-2Mi":"0","attachable-volumes-aws-ebs":"25")" +
+      gpus + "}";
   return R"({"metadata":{"name":")" + name + R"(","uid":"uid-)" + std::to_string(i) +
          R"(","resourceVersion":"1","labels":{)" + labels +
          R"(},"annotations":{"node.alpha.kubernetes.io/ttl":"0"}},"spec":)" + spec +
          R"(,"status":{"capacity":)" + resources + R"(,"allocatable":)" + resources +
          R"(,"conditions":[{"type":"MemoryPressure","status":"False"},)"
          R"({"type":"DiskPressure","status":"False"},{"type":"PIDPressure","status":"False"},)"
-         R"({"type":"Ready","status":")" + ready + R"("}]}})";
+         R"({"type":"Ready","status":")" +
+         ready + R"("}]}})";
 }
 
 // A bound pod; every other one holds 4 GiB on GPU 0 or 1 (device-plugin
@@ -162,9 +165,9 @@ std::string PodJson(size_t i, size_t node) {
                   R"(","ALIYUN_COM_GPU_MEM_POD":"4"})";
     gpu = R"(,"limits":{"aliyun.com/gpu-mem":"4"})";
   }
-  return R"({"metadata":{"name":"pod-)" + std::to_string(i) + R"(","namespace":"default","uid":"pod-uid-)" +
-         std::to_string(i) + R"(","resourceVersion":"1")" + annotations +
-         R"(},"spec":{"nodeName":")" + NodeName(node) +
+  return R"({"metadata":{"name":"pod-)" + std::to_string(i) +
+         R"(","namespace":"default","uid":"pod-uid-)" + std::to_string(i) +
+         R"(","resourceVersion":"1")" + annotations + R"(},"spec":{"nodeName":")" + NodeName(node) +
          R"(","containers":[{"name":"app","resources":{"requests":{"cpu":"250m","memory":"512Mi"})" +
          gpu + R"(}}]},"status":{"phase":"Running"}})";
 }
@@ -188,21 +191,21 @@ std::string RequestJson() {
          R"("spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"500m",)"
          R"("memory":"1Gi"},"limits":{"aliyun.com/gpu-mem":"4"}}}],)"
          R"("tolerations":[{"key":"dedicated","operator":"Equal","value":"other"}]}},)"
-         R"("NodeNames":[)" + names + "]}";
+         R"("NodeNames":[)" +
+         names + "]}";
 }
 
 class HotLoopTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto config = config::LoadConfigFile(std::string(SCHEDEXT_SOURCE_DIR) +
-                                         "/bench/prod-profiles.yaml");
+    auto config =
+        config::LoadConfigFile(std::string(SCHEDEXT_SOURCE_DIR) + "/bench/prod-profiles.yaml");
     ASSERT_TRUE(config.ok()) << config.status().message();
     ASSERT_TRUE(policy::RegisterBuiltinPolicies(registry_).ok());
     names_ = std::make_shared<model::NameTable>();
     for (size_t i = 0; i < config->profiles.size(); ++i) {
-      auto profile = pipeline::Profile::Build(config->profiles[i], registry_,
-                                              "profiles[" + std::to_string(i) + "]", &host_,
-                                              names_);
+      auto profile = pipeline::Profile::Build(
+          config->profiles[i], registry_, "profiles[" + std::to_string(i) + "]", &host_, names_);
       ASSERT_TRUE(profile.ok()) << profile.status().message();
       profiles_.push_back(*profile);
     }
@@ -382,7 +385,8 @@ TEST_F(HotLoopTest, NoAllocationOrLockPerNode) {
       return Count([&] { ASSERT_TRUE(profile->RunFilters(args_.pod, nodes, state, out).ok()); });
     };
     const auto score = [&](std::span<const model::NodeInfo* const> nodes) {
-      return Count([&] { ASSERT_TRUE(profile->RunScorers(args_.pod, nodes, scratch, scores).ok()); });
+      return Count(
+          [&] { ASSERT_TRUE(profile->RunScorers(args_.pod, nodes, scratch, scores).ok()); });
     };
     const Counts filter_few = filter(few);
     const Counts filter_many = filter(many);

@@ -148,7 +148,7 @@ struct CacheOptions {
   // labels, annotations, capacity and allocatable and every usage are tagged
   // with their ids in it when stored, so the policies' per-node lookups
   // compare ids. Null: no ids (lookups compare text; same answers).
-  std::shared_ptr<const model::NameTable> names;
+  std::shared_ptr<const model::NameTable> names = nullptr;
 };
 
 // A pod to reserve on a node.

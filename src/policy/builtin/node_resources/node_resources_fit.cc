@@ -238,7 +238,8 @@ StatusOr<std::unique_ptr<Policy>> NewNodeResourcesFit(const nlohmann::json& args
       ArgsReader reader,
       ArgsReader::Make(args, context.args_path, {"ignoredResources", "ignoredResourceGroups"}));
   SCHEDEXT_ASSIGN_OR_RETURN(IgnoredResources ignored, ReadIgnoredResources(reader));
-  return std::unique_ptr<Policy>(std::make_unique<NodeResourcesFit>(std::move(ignored), context.names));
+  return std::unique_ptr<Policy>(
+      std::make_unique<NodeResourcesFit>(std::move(ignored), context.names));
 }
 
 }  // namespace schedext::policy
