@@ -91,7 +91,9 @@ struct Options {
   double trace_window_s = 0.5;
   int create_threads = 4;
   // Other schedext configurations measured against the main one on the same
-  // control plane (NAME=FILE), filter and prioritize of --trace-profiles.
+  // control plane (NAME=FILE, or NAME=FILE@BINARY to run another schedext
+  // binary, e.g. the previous commit's: before/after in the same load),
+  // filter and prioritize of --trace-profiles.
   std::vector<std::pair<std::string, std::string>> variants;
   bool smoke = false;
   uint64_t seed = 1;
@@ -102,7 +104,7 @@ constexpr std::string_view kUsage =
     "  [--nodes N] [--pods-per-node K] [--rounds R] [--requests Q] [--go-requests Q]\n"
     "  [--churn-rate WRITES_PER_S] [--full N,N|none] [--profiles a,b] [--gpu-profiles a,b]\n"
     "  [--trace-seconds S] [--trace-profiles a,b] [--create-threads T] [--seed S] [--smoke]\n"
-    "  [--variants NAME=CONFIG,...]\n";
+    "  [--variants NAME=CONFIG[@SCHEDEXT_BIN],...]\n";
 
 std::vector<std::string> SplitList(const std::string& s) {
   std::vector<std::string> out;
@@ -1238,9 +1240,12 @@ int main(int argc, char** argv) {
       pid_t pid;
     };
     std::vector<Server> servers = {{"main", port, sx}};
-    for (const auto& [name, file] : o.variants) {
+    for (const auto& [name, spec] : o.variants) {
       const std::string vlog = o.out + "/schedext-" + name + ".log";
-      pid_t vpid = SpawnChild({o.schedext, "--config", file, "--listen", "127.0.0.1:0",
+      const size_t at = spec.find('@');
+      const std::string file = spec.substr(0, at);
+      const std::string binary = at == std::string::npos ? o.schedext : spec.substr(at + 1);
+      pid_t vpid = SpawnChild({binary, "--config", file, "--listen", "127.0.0.1:0",
                                "--log-level", "info", "--kubeconfig", cp.schedext_kubeconfig()},
                               vlog);
       const int vport =

@@ -175,6 +175,8 @@ schedext::Status SetUpLogging(const schedext::config::LogConfig& log) {
 struct Built {
   std::vector<std::shared_ptr<const schedext::pipeline::Profile>> profiles;
   size_t default_profile = 0;
+  // What the policies interned, frozen; shared with the cache.
+  std::shared_ptr<schedext::model::NameTable> names;
 };
 
 // `host` receives what the policies register (routes, metrics, watches, ...).
@@ -183,9 +185,10 @@ schedext::StatusOr<Built> BuildProfiles(const schedext::config::Config& config,
   schedext::policy::Registry registry;
   SCHEDEXT_RETURN_IF_ERROR(schedext::policy::RegisterBuiltinPolicies(registry));
   Built built;
+  built.names = std::make_shared<schedext::model::NameTable>();
   for (size_t i = 0; i < config.profiles.size(); ++i) {
     auto profile = schedext::pipeline::Profile::Build(
-        config.profiles[i], registry, "profiles[" + std::to_string(i) + "]", &host);
+        config.profiles[i], registry, "profiles[" + std::to_string(i) + "]", &host, built.names);
     if (!profile.ok()) {
       return profile.status();
     }
@@ -194,6 +197,7 @@ schedext::StatusOr<Built> BuildProfiles(const schedext::config::Config& config,
     }
     built.profiles.push_back(std::move(profile).value());
   }
+  built.names->Freeze();
   return built;
 }
 
@@ -319,7 +323,8 @@ std::string QueryEscape(std::string_view text) {
 // cluster (PolicyHost::cluster_requirements). The policies' accountings and
 // watches go to the cache and its informers.
 schedext::StatusOr<std::unique_ptr<ClusterConnection>> ConnectCluster(
-    const schedext::config::ClusterConfig& c, const schedext::policy::PolicyHost& host) {
+    const schedext::config::ClusterConfig& c, const schedext::policy::PolicyHost& host,
+    std::shared_ptr<const schedext::model::NameTable> names) {
   const std::string needs_cluster =
       host.cluster_requirements().empty() ? std::string() : host.cluster_requirements().front();
   if (c.mode == "disabled" && c.leader_election.enabled) {
@@ -392,6 +397,7 @@ schedext::StatusOr<std::unique_ptr<ClusterConnection>> ConnectCluster(
   schedext::cluster::CacheOptions cache_options;
   cache_options.assume_ttl = std::chrono::seconds(c.assume_ttl_seconds);
   cache_options.accountings = host.accountings();
+  cache_options.names = std::move(names);
   for (const schedext::policy::PolicyHost::WatchEntry& watch : host.watches()) {
     cache_options.watches.push_back(watch.handler);
   }
@@ -617,7 +623,7 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  auto cluster = ConnectCluster(config.cluster, host);
+  auto cluster = ConnectCluster(config.cluster, host, built->names);
   if (!cluster.ok()) {
     spdlog::critical("{}", cluster.status().message());
     return 1;

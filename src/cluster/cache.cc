@@ -108,13 +108,17 @@ std::string PodName(const AssumeRequest& request) {
 
 struct ClusterCache::Index {
   explicit Index(const CacheOptions& options)
-      : accountings(options.accountings), watches_synced(options.watches.size(), false) {}
+      : accountings(options.accountings),
+        names(options.names.get()),
+        watches_synced(options.watches.size(), false) {}
 
   internal::NodeMap nodes;
   internal::PodMap pods;
   std::shared_ptr<internal::Interner> interner = std::make_shared<internal::Interner>();
   // The cache's options_.accountings (which outlive the index), by slot.
   const std::vector<std::shared_ptr<const policy::NodeAccounting>>& accountings;
+  // The options' frozen name table (which outlives the index), or null.
+  const model::NameTable* names;
 
   struct Assumption {
     std::string node;
@@ -136,6 +140,17 @@ struct ClusterCache::Index {
   size_t copied = 0;  // trie slots copied by the update in progress
   size_t last_copied = 0;
 
+  // Tags what the policies look up on every node with its ids in `names`.
+  void AssignIds(model::NodeInfo& info) const {
+    if (names == nullptr) {
+      return;
+    }
+    info.labels.AssignIds(*names);
+    info.annotations.AssignIds(*names);
+    info.capacity.AssignIds(*names);
+    info.allocatable.AssignIds(*names);
+  }
+
   // usage += sign × the pod's requests.
   void AddUsage(model::NodeUsage& usage, const model::PodInfo& pod, int64_t sign) {
     pod.requests.ForEach([&](std::string_view name, int64_t amount) {
@@ -145,6 +160,11 @@ struct ClusterCache::Index {
       usage.scoring_requested.Add(interner->Intern(name), sign * amount);
     });
     usage.pods += sign;
+    if (names != nullptr && usage.requested.ids_from() != names) {
+      // A new usage: tagged once; the scalars added later are tagged as added.
+      usage.requested.AssignIds(*names);
+      usage.scoring_requested.AssignIds(*names);
+    }
     if (sign < 0) {
       RemoveZeroScalars(usage.requested);
       RemoveZeroScalars(usage.scoring_requested);
@@ -170,7 +190,16 @@ struct ClusterCache::Index {
                               accountings[slot]->Refresh(name, entry->usage.states.GetShared(slot)));
     }
     if (node != nullptr) {
-      entry->info = node->info();
+      // The current entry of the same node object has its ids assigned
+      // already: copying it saves looking up every label and resource name
+      // again on each pod event.
+      const auto* current = nodes.Find(name);
+      if (current != nullptr && (*current)->node == node) {
+        entry->info = (*current)->info;
+      } else {
+        entry->info = node->info();
+        AssignIds(entry->info);
+      }
       entry->info.usage = &entry->usage;
     }
     entry->node = std::move(node);

@@ -79,7 +79,7 @@ void ResourceList::Set(std::string_view name, int64_t amount) {
   } else if (ScalarResource* scalar = FindScalar(scalars, name)) {
     scalar->amount = amount;
   } else {
-    scalars.push_back(ScalarResource{name, amount});
+    Append(name, amount);
   }
 }
 
@@ -91,7 +91,7 @@ void ResourceList::Add(std::string_view name, int64_t amount) {
   } else if (amount != 0) {
     // Adding zero to an absent name changes nothing; an entry would only cost
     // an allocation and make equal lists compare unequal.
-    scalars.push_back(ScalarResource{name, amount});
+    Append(name, amount);
   }
 }
 
@@ -117,9 +117,45 @@ void ResourceList::MaxWith(const ResourceList& other) {
       mine->amount = std::max(mine->amount, theirs.amount);
     } else if (theirs.amount > 0) {
       // An absent name counts as 0, so only a positive amount changes it.
-      scalars.push_back(theirs);
+      Append(theirs.name, theirs.amount);
     }
   }
+}
+
+int64_t ResourceList::Get(const InternedName& name) const {
+  if (!name.ComparableIn(ids_from_)) {
+    return Get(name.text);
+  }
+  switch (name.id) {
+    case kCpuNameId:
+      return milli_cpu;
+    case kMemoryNameId:
+      return memory;
+    case kEphemeralStorageNameId:
+      return ephemeral_storage;
+    case kPodsNameId:
+      return pods;
+    default:
+      break;
+  }
+  for (const ScalarResource& s : scalars) {
+    if (s.id == name.id) {
+      return s.amount;
+    }
+  }
+  return 0;
+}
+
+void ResourceList::AssignIds(const NameTable& table) {
+  ids_from_ = &table;
+  for (ScalarResource& s : scalars) {
+    s.id = table.Find(s.name);
+  }
+}
+
+void ResourceList::Append(std::string_view name, int64_t amount) {
+  scalars.push_back(
+      ScalarResource{name, amount, ids_from_ != nullptr ? ids_from_->Find(name) : kNoNameId});
 }
 
 void ResourceList::Clear() {
@@ -128,6 +164,7 @@ void ResourceList::Clear() {
   ephemeral_storage = 0;
   pods = 0;
   scalars.clear();  // keeps the capacity for the next request
+  ids_from_ = nullptr;
 }
 
 }  // namespace schedext::model

@@ -80,14 +80,49 @@ std::optional<std::string_view> StringMap::Find(std::string_view key) const {
   return std::nullopt;
 }
 
+std::optional<std::string_view> StringMap::Find(const InternedName& key) const {
+  if (!key.ComparableIn(ids_from_)) {
+    return Find(key.text);
+  }
+  for (size_t i = 0; i < ids_.size(); ++i) {
+    if (ids_[i].key == key.id) {
+      return entries_[i].second;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<NameId> StringMap::FindValueId(const InternedName& key) const {
+  for (const EntryIds& ids : ids_) {
+    if (ids.key == key.id) {
+      return ids.value;
+    }
+  }
+  return std::nullopt;
+}
+
 void StringMap::Set(std::string_view key, std::string_view value) {
-  for (Entry& entry : entries_) {
-    if (entry.first == key) {
-      entry.second = value;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (entries_[i].first == key) {
+      entries_[i].second = value;
+      if (ids_from_ != nullptr) {
+        ids_[i].value = ids_from_->Find(value);
+      }
       return;
     }
   }
   entries_.emplace_back(key, value);
+  if (ids_from_ != nullptr) {
+    ids_.push_back({ids_from_->Find(key), ids_from_->Find(value)});
+  }
+}
+
+void StringMap::AssignIds(const NameTable& table) {
+  ids_from_ = &table;
+  ids_.resize(entries_.size());
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    ids_[i] = {table.Find(entries_[i].first), table.Find(entries_[i].second)};
+  }
 }
 
 std::optional<SelectorOperator> ParseSelectorOperator(std::string_view text) {
@@ -112,8 +147,42 @@ std::optional<SelectorOperator> ParseSelectorOperator(std::string_view text) {
   return std::nullopt;
 }
 
+// Matches() by ids alone (see selectors.h): nullopt when `req` cannot be
+// decided that way on `labels`.
+std::optional<bool> MatchesById(const SelectorRequirement& req, const StringMap& labels) {
+  const InternedName key = req.interned_key();
+  if (!key.ComparableIn(labels.ids_from())) {
+    return std::nullopt;
+  }
+  const bool by_value = !req.value_ids.empty() && req.value_ids.size() == req.values.size();
+  switch (req.op) {
+    case SelectorOperator::kIn:
+    case SelectorOperator::kNotIn: {
+      if (!by_value) {
+        return std::nullopt;
+      }
+      const std::optional<NameId> value = labels.FindValueId(key);
+      const bool contained =
+          value.has_value() && *value != kNoNameId &&
+          std::find(req.value_ids.begin(), req.value_ids.end(), *value) != req.value_ids.end();
+      return req.op == SelectorOperator::kIn ? contained : !contained;
+    }
+    case SelectorOperator::kExists:
+      return req.values.empty() && labels.FindValueId(key).has_value();
+    case SelectorOperator::kDoesNotExist:
+      return req.values.empty() && !labels.FindValueId(key).has_value();
+    case SelectorOperator::kGt:
+    case SelectorOperator::kLt:
+      break;
+  }
+  return std::nullopt;
+}
+
 bool Matches(const SelectorRequirement& req, const StringMap& labels) {
-  const std::optional<std::string_view> value = labels.Find(req.key);
+  if (const std::optional<bool> by_id = MatchesById(req, labels)) {
+    return *by_id;
+  }
+  const std::optional<std::string_view> value = labels.Find(req.interned_key());
   // The value-count checks mirror labels.NewRequirement: kube-scheduler fails
   // the whole term on a malformed requirement rather than guessing. Without
   // them an empty NotIn would match every node.

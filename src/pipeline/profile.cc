@@ -17,13 +17,15 @@ void FilterOutcome::Clear() {
 StatusOr<std::shared_ptr<const Profile>> Profile::Build(const config::ProfileConfig& config,
                                                         const policy::Registry& registry,
                                                         std::string_view path,
-                                                        policy::PolicyHandle* handle) {
+                                                        policy::PolicyHandle* handle,
+                                                        std::shared_ptr<model::NameTable> names) {
   // Profile's constructor is private, so make_shared cannot reach it.
   std::shared_ptr<Profile> profile(new Profile());
   if (handle == nullptr) {
     profile->own_host_ = std::make_unique<policy::PolicyHost>();
     handle = profile->own_host_.get();
   }
+  profile->names_ = names != nullptr ? std::move(names) : std::make_shared<model::NameTable>();
   profile->name_ = config.name;
   if (config.policies.empty()) {
     return InvalidArgumentError(std::string(path) + ".policies: at least one policy is required");
@@ -43,6 +45,7 @@ StatusOr<std::shared_ptr<const Profile>> Profile::Build(const config::ProfileCon
     policy::PolicyContext context;
     context.args_path = where + ".args";
     context.handle = handle;
+    context.names = profile->names_.get();
     auto created = registry.Create(pc.name, pc.args ? *pc.args : kNoArgs, context);
     if (!created.ok()) {
       // An unknown name is the registry's kNotFound, but to the caller it is

@@ -19,6 +19,8 @@
 //   buffer, valid until the next iterate). Keys without a backslash are viewed
 //   in the body itself; escaped keys are unescaped into the parser's buffer.
 //
+// Implemented in json_fields.cc (the primitives, object metadata, the document
+// root), pod_fields.cc (the pod walker) and node_fields.cc (the node walker).
 // Not a public header: it includes simdjson.h and lives under src/.
 // Thread-safety: none; one FieldDecoder per decoding thread.
 #ifndef SCHEDEXT_SRC_WIRE_JSON_FIELDS_H_

@@ -72,6 +72,7 @@
 #include <vector>
 
 #include "schedext/cluster/informer.h"
+#include "schedext/model/name_table.h"
 #include "schedext/model/node_info.h"
 #include "schedext/model/owned.h"
 #include "schedext/model/pod_info.h"
@@ -143,6 +144,11 @@ struct CacheOptions {
   // WatchFeed(i); none may be null. Each must deliver a first list before
   // the cache is synced.
   std::vector<std::shared_ptr<policy::WatchHandler>> watches;
+  // The policies' interned names (model/name_table.h), frozen: every node's
+  // labels, annotations, capacity and allocatable and every usage are tagged
+  // with their ids in it when stored, so the policies' per-node lookups
+  // compare ids. Null: no ids (lookups compare text; same answers).
+  std::shared_ptr<const model::NameTable> names = nullptr;
 };
 
 // A pod to reserve on a node.

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "schedext/model/name_table.h"
 #include "schedext/status.h"
 
 namespace schedext::model {
@@ -26,11 +27,17 @@ inline constexpr std::string_view kResourcePods = "pods";
 // every other resource. Errors name the resource: `cpu: invalid quantity "5x"`.
 StatusOr<int64_t> ParseResourceAmount(std::string_view name, std::string_view text);
 
-// A named amount that is not one of the four well-known resources.
+// A named amount that is not one of the four well-known resources. `id` is
+// the name's id in the list's NameTable (ResourceList::ids_from), kNoNameId
+// when the list has none or the table lacks the name; it is derived from
+// `name` and not part of equality.
 struct ScalarResource {
   std::string_view name;
   int64_t amount = 0;
-  friend bool operator==(const ScalarResource&, const ScalarResource&) = default;
+  NameId id = kNoNameId;
+  friend bool operator==(const ScalarResource& a, const ScalarResource& b) {
+    return a.name == b.name && a.amount == b.amount;
+  }
 };
 
 class ResourceList {
@@ -45,6 +52,14 @@ class ResourceList {
 
   // Amount of `name` (0 when absent). "cpu" answers milli-cores.
   int64_t Get(std::string_view name) const;
+  // The same answer, by id when this list's ids come from name.table (no
+  // text is read), else by text.
+  int64_t Get(const InternedName& name) const;
+  // Tags every scalar with its id in `table` (the cache does this when it
+  // stores a node or a usage); scalars added later are tagged as they come.
+  void AssignIds(const NameTable& table);
+  // The table the scalars' ids come from; null: ids unset.
+  const NameTable* ids_from() const { return ids_from_; }
   // Sets `name` to `amount`, replacing any previous amount.
   void Set(std::string_view name, int64_t amount);
   // Adds `amount` to `name` (saturating at the int64 limits).
@@ -65,9 +80,21 @@ class ResourceList {
       if (s.amount != 0) fn(s.name, s.amount);
     }
   }
+  // Resets every amount and the ids' table, keeping capacity for reuse.
   void Clear();
 
-  friend bool operator==(const ResourceList&, const ResourceList&) = default;
+  // Amounts only: the ids' table is derived data.
+  friend bool operator==(const ResourceList& a, const ResourceList& b) {
+    return a.milli_cpu == b.milli_cpu && a.memory == b.memory &&
+           a.ephemeral_storage == b.ephemeral_storage && a.pods == b.pods &&
+           a.scalars == b.scalars;
+  }
+
+ private:
+  // A new scalar, tagged when the list has a table.
+  void Append(std::string_view name, int64_t amount);
+
+  const NameTable* ids_from_ = nullptr;
 };
 
 }  // namespace schedext::model

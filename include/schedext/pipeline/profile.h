@@ -78,9 +78,13 @@ class Profile {
   // and must outlive the profile; null: the profile owns a private
   // PolicyHost, whose registrations reach nothing (for tests and
   // --check-config).
+  // `names` (may be null: the profile owns a private one) is where the
+  // policies intern the names they look up per node (PolicyContext::names);
+  // give every profile the cache's table, then freeze it (model/name_table.h).
   static StatusOr<std::shared_ptr<const Profile>> Build(
       const config::ProfileConfig& config, const policy::Registry& registry,
-      std::string_view path, policy::PolicyHandle* handle = nullptr);
+      std::string_view path, policy::PolicyHandle* handle = nullptr,
+      std::shared_ptr<model::NameTable> names = nullptr);
 
   const std::string& name() const { return name_; }
   std::span<const std::unique_ptr<policy::Policy>> policies() const { return policies_; }
@@ -166,6 +170,8 @@ class Profile {
   // The handle when Build's caller gave none; declared before the policies,
   // so it outlives them.
   std::unique_ptr<policy::PolicyHost> own_host_;
+  // The policies' interned names point into it: declared before them too.
+  std::shared_ptr<model::NameTable> names_;
   std::vector<std::unique_ptr<policy::Policy>> policies_;
   std::vector<NamedFilter> filters_;
   std::vector<WeightedScorer> scorers_;

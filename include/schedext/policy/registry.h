@@ -13,6 +13,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "schedext/model/name_table.h"
 #include "schedext/policy/handle.h"
 #include "schedext/policy/policy.h"
 #include "schedext/status.h"
@@ -30,6 +31,11 @@ struct PolicyContext {
   // Profile::Build, which gives a private PolicyHost when its caller gives
   // none (tests): registrations then reach no cache or server.
   PolicyHandle* handle = nullptr;
+  // Where a policy interns the resource names and label keys it looks up on
+  // every node (model/name_table.h), so those lookups compare ids; lent for
+  // the factory call, outlives the policy. Never null when built by
+  // Profile::Build; null elsewhere (the policy then looks up by text).
+  model::NameTable* names = nullptr;
 };
 
 // Builds a policy from its `args` (a JSON object; {} when none were given).

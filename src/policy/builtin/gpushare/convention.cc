@@ -42,10 +42,14 @@ std::optional<int> GpuDeviceIndex(const PodInfo& pod, const GpuShareConvention& 
 }
 
 GpuShape NodeGpuShape(const NodeInfo& node, const GpuShareConvention& convention) {
+  return NodeGpuShape(node, GpuResourceNames::Of(convention, nullptr));
+}
+
+GpuShape NodeGpuShape(const NodeInfo& node, const GpuResourceNames& names) {
   GpuShape shape;
-  shape.count = static_cast<int>(
-      std::clamp<int64_t>(node.capacity.Get(convention.count_resource), 0, kMaxGpuDevices));
-  shape.total_memory = std::max<int64_t>(0, node.capacity.Get(convention.memory_resource));
+  shape.count =
+      static_cast<int>(std::clamp<int64_t>(node.capacity.Get(names.count), 0, kMaxGpuDevices));
+  shape.total_memory = std::max<int64_t>(0, node.capacity.Get(names.memory));
   shape.device_memory = shape.count > 0 ? shape.total_memory / shape.count : 0;
   return shape;
 }

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "schedext/model/name_table.h"
 #include "schedext/model/node_info.h"
 #include "schedext/model/pod_info.h"
 
@@ -98,6 +99,21 @@ struct GpuShape {
   bool has_gpus() const { return count > 0 && device_memory > 0; }
 };
 GpuShape NodeGpuShape(const NodeInfo& node, const GpuShareConvention& convention);
+
+// The convention's two resource names interned (model/name_table.h), for the
+// per-node loops: the same shape as above without reading resource-name text.
+struct GpuResourceNames {
+  model::InternedName count;
+  model::InternedName memory;
+
+  // Views into `convention`, which must outlive the result; `table` may be
+  // null (text lookups).
+  static GpuResourceNames Of(const GpuShareConvention& convention, model::NameTable* table) {
+    return {model::InternedName::Of(convention.count_resource, table),
+            model::InternedName::Of(convention.memory_resource, table)};
+  }
+};
+GpuShape NodeGpuShape(const NodeInfo& node, const GpuResourceNames& names);
 
 // The comma-separated device indexes of an unhealthy ConfigMap's value as a
 // mask: spaces around entries ignored; entries that are not an index in

@@ -25,6 +25,7 @@ namespace {
 using gpushare::GpuDeviceIndex;
 using gpushare::GpuMemoryRequest;
 using gpushare::GpuPlacement;
+using gpushare::GpuResourceNames;
 using gpushare::GpuShape;
 using gpushare::GpuShareConvention;
 using gpushare::GpuUsage;
@@ -135,8 +136,12 @@ class GpuShare final : public Policy,
                        public PreemptHook,
                        public ReserveHook {
  public:
-  GpuShare(GpuShareConvention convention, Scoring scoring, NodeStateSlot slot)
-      : convention_(std::move(convention)), scoring_(scoring), slot_(slot) {}
+  GpuShare(GpuShareConvention convention, Scoring scoring, NodeStateSlot slot,
+           model::NameTable* names)
+      : convention_(std::move(convention)),
+        resource_names_(GpuResourceNames::Of(convention_, names)),
+        scoring_(scoring),
+        slot_(slot) {}
 
   std::string_view Name() const override { return kName; }
   const FilterHook* AsFilter() const override { return this; }
@@ -167,7 +172,7 @@ class GpuShare final : public Policy,
     if (data->request == 0) {
       return Verdict::Success();
     }
-    const GpuShape shape = NodeGpuShape(node, convention_);
+    const GpuShape shape = NodeGpuShape(node, resource_names_);
     if (!shape.has_gpus()) {
       return Verdict::Unresolvable(kNoSharedGpu);
     }
@@ -207,7 +212,7 @@ class GpuShare final : public Policy,
     if (request == 0) {
       return 0;
     }
-    const GpuShape shape = NodeGpuShape(node, convention_);
+    const GpuShape shape = NodeGpuShape(node, resource_names_);
     if (!shape.has_gpus()) {
       return 0;
     }
@@ -252,7 +257,7 @@ class GpuShare final : public Policy,
     if (request == 0) {
       return Verdict::Success();
     }
-    const GpuShape shape = NodeGpuShape(node, convention_);
+    const GpuShape shape = NodeGpuShape(node, resource_names_);
     const GpuUsage& gpu = *UsageOf(node, slot_, kNoGpuUsage);
     int best = -1;
     int best_count = 0;
@@ -287,7 +292,7 @@ class GpuShare final : public Policy,
     if (node.usage == nullptr) {
       return FailedPreconditionError(std::string(kNeedsClusterCache));
     }
-    const GpuShape shape = NodeGpuShape(node, convention_);
+    const GpuShape shape = NodeGpuShape(node, resource_names_);
     const GpuPlacement placement = PlaceOnGpu(shape, UsageOf(node, slot_, kNoGpuUsage), request);
     if (placement.device < 0) {
       return FailedPreconditionError("no GPU with " + Amount(request) + " free on node " +
@@ -340,6 +345,8 @@ class GpuShare final : public Policy,
   }
 
   const GpuShareConvention convention_;
+  // convention_'s resource names, interned: what the per-node hooks look up.
+  const GpuResourceNames resource_names_;
   const Scoring scoring_;
   // Where the shared accounting keeps each node's GpuUsage.
   const NodeStateSlot slot_;
@@ -450,7 +457,7 @@ StatusOr<std::unique_ptr<Policy>> NewGpuShare(const nlohmann::json& args,
     // Nothing to register with (a caller outside Profile::Build): no slot of
     // any NodeUsage is this policy's, so it sees no GPU usage anywhere.
     return std::unique_ptr<Policy>(std::make_unique<GpuShare>(
-        std::move(convention), mode, std::numeric_limits<NodeStateSlot>::max()));
+        std::move(convention), mode, std::numeric_limits<NodeStateSlot>::max(), context.names));
   }
   PolicyHandle& handle = *context.handle;
   SCHEDEXT_ASSIGN_OR_RETURN(
@@ -461,8 +468,8 @@ StatusOr<std::unique_ptr<Policy>> NewGpuShare(const nlohmann::json& args,
         "every profile's GpuShare must give the same device-plugin names (memoryResource, "
         "annotations, unhealthy ConfigMaps, unit): they share one GPU accounting");
   }
-  return std::unique_ptr<Policy>(std::make_unique<GpuShare>(std::move(convention), mode,
-                                                             shared->slot));
+  return std::unique_ptr<Policy>(
+      std::make_unique<GpuShare>(std::move(convention), mode, shared->slot, context.names));
 }
 
 }  // namespace schedext::policy

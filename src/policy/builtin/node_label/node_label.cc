@@ -1,5 +1,6 @@
 #include "policy/builtin/node_label/node_label.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <string>
@@ -165,12 +166,29 @@ StatusOr<NodeLabelSpec> ParseArgs(const nlohmann::json& args, const PolicyContex
 // A selector as the hot loop reads it: requirements viewing the spec's strings.
 using Selector = std::vector<model::SelectorRequirement>;
 
-Selector ViewSelector(const SelectorSpec& spec) {
+// Keys are interned in `names` (may be null), so that matching a node reads
+// ids, not the node's label text.
+Selector ViewSelector(const SelectorSpec& spec, model::NameTable* names) {
   Selector selector;
   selector.reserve(spec.size());
   for (const RequirementSpec& requirement : spec) {
     model::SelectorRequirement view;
     view.key = requirement.key;
+    const model::InternedName key = model::InternedName::Of(requirement.key, names);
+    view.key_id = key.id;
+    view.key_table = key.table;
+    // In / NotIn values interned too, so matching compares value ids; all or
+    // none (a frozen table may lack some: then the values are compared as text).
+    if (names != nullptr && (requirement.op == model::SelectorOperator::kIn ||
+                             requirement.op == model::SelectorOperator::kNotIn)) {
+      for (const std::string& value : requirement.values) {
+        view.value_ids.push_back(names->Intern(value));
+      }
+      if (std::find(view.value_ids.begin(), view.value_ids.end(), model::kNoNameId) !=
+          view.value_ids.end()) {
+        view.value_ids.clear();
+      }
+    }
     view.op = requirement.op;
     view.values.assign(requirement.values.begin(), requirement.values.end());
     selector.push_back(std::move(view));
@@ -178,11 +196,12 @@ Selector ViewSelector(const SelectorSpec& spec) {
   return selector;
 }
 
-std::vector<Selector> ViewSelectors(const std::vector<SelectorSpec>& specs) {
+std::vector<Selector> ViewSelectors(const std::vector<SelectorSpec>& specs,
+                                    model::NameTable* names) {
   std::vector<Selector> out;
   out.reserve(specs.size());
   for (const SelectorSpec& spec : specs) {
-    out.push_back(ViewSelector(spec));
+    out.push_back(ViewSelector(spec, names));
   }
   return out;
 }
@@ -199,13 +218,13 @@ bool SelectorMatches(const Selector& selector, const model::StringMap& labels) {
 // Filters on required/forbidden label selectors and scores preferred ones.
 class NodeLabel final : public Policy, public FilterHook, public ScoreHook {
  public:
-  explicit NodeLabel(NodeLabelSpec spec)
+  NodeLabel(NodeLabelSpec spec, model::NameTable* names)
       : spec_(std::move(spec)),
-        required_(ViewSelectors(spec_.required)),
-        forbidden_(ViewSelectors(spec_.forbidden)) {
+        required_(ViewSelectors(spec_.required, names)),
+        forbidden_(ViewSelectors(spec_.forbidden, names)) {
     preferred_.reserve(spec_.preferred.size());
     for (const PreferredSpec& term : spec_.preferred) {
-      preferred_.push_back({term.weight, ViewSelector(term.selector)});
+      preferred_.push_back({term.weight, ViewSelector(term.selector, names)});
     }
   }
 
@@ -263,7 +282,7 @@ class NodeLabel final : public Policy, public FilterHook, public ScoreHook {
 StatusOr<std::unique_ptr<Policy>> NewNodeLabel(const nlohmann::json& args,
                                                const PolicyContext& context) {
   SCHEDEXT_ASSIGN_OR_RETURN(NodeLabelSpec spec, ParseArgs(args, context));
-  return std::unique_ptr<Policy>(std::make_unique<NodeLabel>(std::move(spec)));
+  return std::unique_ptr<Policy>(std::make_unique<NodeLabel>(std::move(spec), context.names));
 }
 
 }  // namespace schedext::policy

@@ -85,8 +85,9 @@ StatusOr<NodeNumericSpec> ParseArgs(const nlohmann::json& args, const PolicyCont
 // request's nodes; optionally rejects nodes outside [min, max].
 class NodeNumeric final : public Policy, public FilterHook, public ScoreHook {
  public:
-  explicit NodeNumeric(NodeNumericSpec spec)
+  NodeNumeric(NodeNumericSpec spec, model::NameTable* names)
       : spec_(std::move(spec)),
+        key_(model::InternedName::Of(spec_.key, names)),
         reason_above_("node(s) had " + spec_.key + " above " +
                       (spec_.max.has_value() ? FormatNumber(*spec_.max) : "")),
         reason_below_("node(s) had " + spec_.key + " below " +
@@ -161,7 +162,7 @@ class NodeNumeric final : public Policy, public FilterHook, public ScoreHook {
   // The node's value, else missingValue when configured, else nullopt.
   std::optional<double> Value(const model::NodeInfo& node) const {
     const model::StringMap& source = spec_.from_annotation ? node.annotations : node.labels;
-    std::optional<std::string_view> text = source.Find(spec_.key);
+    std::optional<std::string_view> text = source.Find(key_);
     if (text.has_value()) {
       if (std::optional<double> value = ParseNumber(*text)) {
         return value;
@@ -171,6 +172,8 @@ class NodeNumeric final : public Policy, public FilterHook, public ScoreHook {
   }
 
   const NodeNumericSpec spec_;
+  // spec_.key, interned: what Value looks up on every node.
+  const model::InternedName key_;
   // Verdict reasons, built once; Filter returns views of them.
   const std::string reason_above_;
   const std::string reason_below_;
@@ -182,7 +185,7 @@ class NodeNumeric final : public Policy, public FilterHook, public ScoreHook {
 StatusOr<std::unique_ptr<Policy>> NewNodeNumeric(const nlohmann::json& args,
                                                  const PolicyContext& context) {
   SCHEDEXT_ASSIGN_OR_RETURN(NodeNumericSpec spec, ParseArgs(args, context));
-  return std::unique_ptr<Policy>(std::make_unique<NodeNumeric>(std::move(spec)));
+  return std::unique_ptr<Policy>(std::make_unique<NodeNumeric>(std::move(spec), context.names));
 }
 
 }  // namespace schedext::policy

@@ -61,6 +61,16 @@ int64_t ScalarAmount(const model::ResourceList& list, std::string_view name) {
   return 0;
 }
 
+std::vector<model::InternedName> Intern(const std::vector<ScoredResource>& resources,
+                                       model::NameTable* names) {
+  std::vector<model::InternedName> out;
+  out.reserve(resources.size());
+  for (const ScoredResource& resource : resources) {
+    out.push_back(model::InternedName::Of(resource.name, names));
+  }
+  return out;
+}
+
 int64_t SaturatingAdd(int64_t a, int64_t b) {
   int64_t sum = 0;
   if (__builtin_add_overflow(a, b, &sum)) {
@@ -92,12 +102,13 @@ std::vector<ShapePoint> Scaled(std::vector<ShapePoint> shape) {
 class AllocationScorer final : public Policy, public ScoreHook {
  public:
   AllocationScorer(std::string_view name, Strategy strategy, std::vector<ScoredResource> resources,
-                   std::vector<ShapePoint> shape)
+                   std::vector<ShapePoint> shape, model::NameTable* names)
       : name_(name),
         strategy_(strategy),
         // BalancedAllocation is built with useRequested: true upstream.
         use_requested_(strategy == Strategy::kBalancedAllocation),
         resources_(std::move(resources)),
+        interned_(Intern(resources_, names)),
         shape_(Scaled(std::move(shape))) {}
 
   std::string_view Name() const override { return name_; }
@@ -197,8 +208,8 @@ class AllocationScorer final : public Policy, public ScoreHook {
           if (pod_request == 0) {
             continue;
           }
-          allocatable = ScalarAmount(node.allocatable, resource.name);
-          used = ScalarAmount(usage.requested, resource.name);
+          allocatable = node.allocatable.Get(interned_[i]);
+          used = usage.requested.Get(interned_[i]);
           break;
       }
       // Zero allocatable is skipped as upstream does; a negative one (never
@@ -300,6 +311,8 @@ class AllocationScorer final : public Policy, public ScoreHook {
   // cpu and memory from the plain requests instead of the scoring ones.
   const bool use_requested_;
   const std::vector<ScoredResource> resources_;
+  // resources_[i].name interned: what the per-node loop looks up.
+  const std::vector<model::InternedName> interned_;
   const std::vector<ShapePoint> shape_;  // scores scaled to 0..100
 };
 
@@ -339,7 +352,8 @@ StatusOr<std::unique_ptr<Policy>> NewScorer(std::string_view name, Strategy stra
     resources.push_back({std::move(weight.name), kind, weight.weight});
   }
   return std::unique_ptr<Policy>(
-      std::make_unique<AllocationScorer>(name, strategy, std::move(resources), std::move(shape)));
+      std::make_unique<AllocationScorer>(name, strategy, std::move(resources), std::move(shape),
+                                         context.names));
 }
 
 }  // namespace

@@ -41,19 +41,12 @@ enum class Kind : uint8_t { kCpu, kMemory, kEphemeralStorage, kScalar };
 // One resource the pod requests a positive amount of.
 struct Demand {
   Kind kind = Kind::kScalar;
-  std::string_view name;  // kScalar: the pod's resource name
+  // kScalar: the pod's resource name, with its id when some policy interned
+  // it (the per-node lookups then compare ids).
+  model::InternedName name;
   int64_t amount = 0;
   std::string_view reason;
 };
-
-int64_t ScalarAmount(const model::ResourceList& list, std::string_view name) {
-  for (const model::ScalarResource& scalar : list.scalars) {
-    if (scalar.name == name) {
-      return scalar.amount;
-    }
-  }
-  return 0;
-}
 
 int64_t AmountOf(const model::ResourceList& list, const Demand& demand) {
   switch (demand.kind) {
@@ -66,7 +59,7 @@ int64_t AmountOf(const model::ResourceList& list, const Demand& demand) {
     case Kind::kScalar:
       break;
   }
-  return ScalarAmount(list, demand.name);
+  return list.Get(demand.name);
 }
 
 // What PreFilter computes once per request: the demands to check on every
@@ -83,18 +76,20 @@ class FitState final : public StateData {
 // Fills `out` with the pod's positive requests (fitsRequest skips zero ones)
 // other than ignored extended resources. Scalar reasons are built into
 // `out.scalar_reasons` when `own_reasons`, else they are kInsufficientScalar.
+// `names` (may be null) gives the scalar demands their ids.
 void CollectDemands(const model::PodInfo& pod, const IgnoredResources& ignored, bool own_reasons,
-                    FitState& out) {
+                    const model::NameTable* names, FitState& out) {
   const model::ResourceList& requests = pod.requests;
   if (requests.milli_cpu > 0) {
-    out.demands.push_back({Kind::kCpu, model::kResourceCpu, requests.milli_cpu, kInsufficientCpu});
+    out.demands.push_back(
+        {Kind::kCpu, {model::kResourceCpu}, requests.milli_cpu, kInsufficientCpu});
   }
   if (requests.memory > 0) {
     out.demands.push_back(
-        {Kind::kMemory, model::kResourceMemory, requests.memory, kInsufficientMemory});
+        {Kind::kMemory, {model::kResourceMemory}, requests.memory, kInsufficientMemory});
   }
   if (requests.ephemeral_storage > 0) {
-    out.demands.push_back({Kind::kEphemeralStorage, model::kResourceEphemeralStorage,
+    out.demands.push_back({Kind::kEphemeralStorage, {model::kResourceEphemeralStorage},
                            requests.ephemeral_storage, kInsufficientEphemeralStorage});
   }
   // The pod's own "pods" request is not a demand: kube-scheduler checks only
@@ -117,7 +112,10 @@ void CollectDemands(const model::PodInfo& pod, const IgnoredResources& ignored, 
     if (own_reasons) {
       reason = out.scalar_reasons.emplace_back("Insufficient " + std::string(scalar.name));
     }
-    out.demands.push_back({Kind::kScalar, scalar.name, scalar.amount, reason});
+    const model::InternedName name{scalar.name,
+                                   names != nullptr ? names->Find(scalar.name) : model::kNoNameId,
+                                   names};
+    out.demands.push_back({Kind::kScalar, name, scalar.amount, reason});
   }
 }
 
@@ -156,7 +154,8 @@ std::optional<std::string_view> Shortfall(std::span<const Demand> demands,
 
 class NodeResourcesFit final : public Policy, public FilterHook, public PreemptHook {
  public:
-  explicit NodeResourcesFit(IgnoredResources ignored) : ignored_(std::move(ignored)) {}
+  NodeResourcesFit(IgnoredResources ignored, const model::NameTable* names)
+      : ignored_(std::move(ignored)), names_(names) {}
 
   std::string_view Name() const override { return kName; }
   const FilterHook* AsFilter() const override { return this; }
@@ -165,7 +164,7 @@ class NodeResourcesFit final : public Policy, public FilterHook, public PreemptH
   // FilterHook
   Status PreFilter(RequestState& state, const model::PodInfo& pod) const override {
     auto fit = std::make_unique<FitState>();
-    CollectDemands(pod, ignored_, /*own_reasons=*/true, *fit);
+    CollectDemands(pod, ignored_, /*own_reasons=*/true, names_, *fit);
     state.Set(this, std::move(fit));
     return OkStatus();
   }
@@ -206,7 +205,7 @@ class NodeResourcesFit final : public Policy, public FilterHook, public PreemptH
     FitState local;
     const FitState* fit = state.GetAs<FitState>(this);
     if (fit == nullptr) {
-      CollectDemands(preemptor, ignored_, /*own_reasons=*/false, local);
+      CollectDemands(preemptor, ignored_, /*own_reasons=*/false, names_, local);
       fit = &local;
     }
     // Victims an earlier hook already cleared stay on the node.
@@ -227,6 +226,8 @@ class NodeResourcesFit final : public Policy, public FilterHook, public PreemptH
 
  private:
   const IgnoredResources ignored_;
+  // Frozen by the time requests run: Find from any thread (name_table.h).
+  const model::NameTable* const names_;
 };
 
 }  // namespace
@@ -237,7 +238,8 @@ StatusOr<std::unique_ptr<Policy>> NewNodeResourcesFit(const nlohmann::json& args
       ArgsReader reader,
       ArgsReader::Make(args, context.args_path, {"ignoredResources", "ignoredResourceGroups"}));
   SCHEDEXT_ASSIGN_OR_RETURN(IgnoredResources ignored, ReadIgnoredResources(reader));
-  return std::unique_ptr<Policy>(std::make_unique<NodeResourcesFit>(std::move(ignored)));
+  return std::unique_ptr<Policy>(
+      std::make_unique<NodeResourcesFit>(std::move(ignored), context.names));
 }
 
 }  // namespace schedext::policy
