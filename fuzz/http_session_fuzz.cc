@@ -24,7 +24,6 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/connect_pair.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <cstddef>
 #include <cstdint>
@@ -85,8 +84,7 @@ struct Fixture {
     options.server.bind_threads = 1;
     options.server.max_pending_binds = 4;
     options.server.keep_alive_max_count = 32;
-    core =
-        std::make_unique<http::ServerCore>(options.server, *service, metrics.get(), options, ioc);
+    core = std::make_unique<http::ServerCore>(options.server, *service, metrics.get(), options);
   }
 
   net::io_context ioc{1};
@@ -253,12 +251,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   net::local::connect_pair(client_end, server_end);
   // A Session reads and writes a TCP stream; over a socket pair the TCP-only
   // options it sets (TCP_NODELAY) fail and are ignored, as on any error.
-  tcp::socket socket(net::make_strand(fixture->ioc));
+  tcp::socket socket(fixture->ioc);
   socket.assign(tcp::v4(), server_end.release());
   fixture->core->connections.fetch_add(1);
   // One input in eight goes to the status listener's routes.
   std::make_shared<schedext::server::http::Session<beast::tcp_stream>>(
-      *fixture->core, beast::tcp_stream(std::move(socket)), /*status_only=*/seed % 8 == 0)
+      *fixture->core, fixture->ioc, beast::tcp_stream(std::move(socket)),
+      /*status_only=*/seed % 8 == 0)
       ->Start();
   Client client(std::move(client_end), input, seed);
   client.Start();

@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <spdlog/spdlog.h>
 
 #include "server/http_session.h"
@@ -36,12 +36,29 @@ int IoThreads(const config::ServerConfig& c) {
 
 }  // namespace
 
+// One io_context per I/O thread, each run by that thread alone: a connection
+// is given to one of them at accept (round-robin) and all its handlers run
+// there. With one io_context shared by all threads (and a strand per
+// connection), every completion could be taken by any thread: a request's
+// reads, its timers' cancellations and its write hopped between the threads,
+// each hop waking a sleeping one (~20 voluntary context switches per
+// request), and a busy neighbour on the same cores made every wake-up slow.
+// The listeners accept on the first io_context.
 struct HttpServer::Impl {
   Impl(const ExtenderService& service, Metrics* metrics, HttpServerOptions o)
       : options(std::move(o)),
         threads(IoThreads(options.server)),
-        ioc(threads),
-        core(options.server, service, metrics, options, ioc) {}
+        iocs(MakeContexts(threads)),
+        core(options.server, service, metrics, options) {}
+
+  static std::vector<std::unique_ptr<net::io_context>> MakeContexts(int n) {
+    std::vector<std::unique_ptr<net::io_context>> v;
+    for (int i = 0; i < n; ++i) {
+      v.push_back(std::make_unique<net::io_context>(1));  // one thread runs it
+    }
+    return v;
+  }
+  net::io_context& accept_ioc() { return *iocs.front(); }
 
   struct Listener {
     explicit Listener(net::io_context& io, bool status) : acceptor(io), retry(io), status_only(status) {}
@@ -56,9 +73,16 @@ struct HttpServer::Impl {
 
   HttpServerOptions options;
   const int threads;
-  net::io_context ioc;
+  // Before core and listeners: destroyed after them.
+  std::vector<std::unique_ptr<net::io_context>> iocs;
   http::ServerCore core;
   std::vector<std::unique_ptr<Listener>> listeners;
+  // Keep every io_context running while serving, also those without a
+  // connection; released by Stop() after the drain has begun, so that each
+  // run() returns once its last connection has closed. Touched under mu
+  // (Serve) and then only on the accepting io_context (Stop's handler).
+  std::vector<net::executor_work_guard<net::io_context::executor_type>> guards;
+  size_t next_context = 0;  // round-robin; on the accepting io_context only
   // Set by Bind() when server.tls is configured: the main listener's contexts.
   std::unique_ptr<TlsContextProvider> tls;
 
@@ -76,7 +100,7 @@ Status HttpServer::Impl::Listen(const std::string& host, int port, bool status_o
   if (!ec) {
     endpoint = tcp::endpoint(address, static_cast<unsigned short>(port));
   } else {
-    tcp::resolver resolver(ioc);
+    tcp::resolver resolver(accept_ioc());
     auto results = resolver.resolve(host, std::to_string(port), ec);
     if (ec || results.empty()) {
       return UnavailableError("listen on " + where + ": cannot resolve the host: " +
@@ -84,7 +108,7 @@ Status HttpServer::Impl::Listen(const std::string& host, int port, bool status_o
     }
     endpoint = results.begin()->endpoint();
   }
-  auto l = std::make_unique<Listener>(ioc, status_only);
+  auto l = std::make_unique<Listener>(accept_ioc(), status_only);
   // SO_REUSEADDR only, never SO_REUSEPORT: a second instance on the same port
   // must fail to bind rather than silently share the connections.
   l->acceptor.open(endpoint.protocol(), ec);
@@ -101,10 +125,12 @@ Status HttpServer::Impl::Listen(const std::string& host, int port, bool status_o
 }
 
 void HttpServer::Impl::Accept(Listener& l) {
-  // Each connection gets its own strand: its handlers never run concurrently,
-  // while different connections run on all I/O threads.
-  l.acceptor.async_accept(net::make_strand(ioc), [this, &l](beast::error_code ec,
-                                                            tcp::socket socket) {
+  // The new connection's socket belongs to the next I/O thread's io_context:
+  // its handlers never run concurrently, without a strand.
+  net::io_context& target = *iocs[next_context];
+  next_context = (next_context + 1) % iocs.size();
+  l.acceptor.async_accept(target, [this, &l, &target](beast::error_code ec,
+                                                      tcp::socket socket) {
     if (ec == net::error::operation_aborted || !l.acceptor.is_open()) {
       return;  // Stop() closed the listener
     }
@@ -133,12 +159,12 @@ void HttpServer::Impl::Accept(Listener& l) {
         // changes what later connections get.
         std::shared_ptr<net::ssl::context> context = tls->Current();
         std::make_shared<http::Session<http::TlsStream>>(
-            core, http::TlsStream(beast::tcp_stream(std::move(socket)), *context), false,
-            std::move(context))
+            core, target, http::TlsStream(beast::tcp_stream(std::move(socket)), *context),
+            false, std::move(context))
             ->Start();
       } else {
         std::make_shared<http::Session<beast::tcp_stream>>(
-            core, beast::tcp_stream(std::move(socket)), l.status_only)
+            core, target, beast::tcp_stream(std::move(socket)), l.status_only)
             ->Start();
       }
     }
@@ -184,15 +210,18 @@ Status HttpServer::Serve() {
       return FailedPreconditionError("serve: Bind() first");
     }
     impl_->serving = true;
+    for (const auto& ioc : impl_->iocs) {
+      impl_->guards.push_back(net::make_work_guard(*ioc));
+    }
     for (const auto& l : impl_->listeners) {
       impl_->Accept(*l);
     }
   }
   std::vector<std::thread> extra;
-  for (int i = 1; i < impl_->threads; ++i) {
-    extra.emplace_back([this] { impl_->ioc.run(); });
+  for (size_t i = 1; i < impl_->iocs.size(); ++i) {
+    extra.emplace_back([ioc = impl_->iocs[i].get()] { ioc->run(); });
   }
-  impl_->ioc.run();
+  impl_->accept_ioc().run();
   for (std::thread& t : extra) {
     t.join();
   }
@@ -210,13 +239,16 @@ void HttpServer::Stop() {
       return;  // Serve() returns at once when it starts
     }
   }
-  net::post(impl_->ioc, [impl = impl_.get()] {
+  net::post(impl_->accept_ioc(), [impl = impl_.get()] {
     for (const auto& l : impl->listeners) {
       beast::error_code ec;
       l->acceptor.close(ec);
       l->retry.cancel();
     }
+    // Every Drain() is posted to its connection's io_context before the
+    // guards go: those posts are work of their own.
     impl->core.DrainAll();
+    impl->guards.clear();
   });
 }
 

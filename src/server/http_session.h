@@ -23,9 +23,11 @@
 // the client still sends for a short while (a lingering close), so the client
 // reads the refusal instead of a reset.
 //
-// Verbs run on the I/O thread (CPU work, latency-sensitive); bind calls the
-// Kubernetes API, so it runs on ServerCore::binds and the session resumes on
-// its strand afterwards.
+// A connection belongs to one I/O thread's io_context, run by that thread
+// alone, so its handlers never run concurrently (no strand). Verbs run on the
+// I/O thread (CPU work, latency-sensitive); bind calls the Kubernetes API, so
+// it runs on ServerCore::binds and the session resumes on its io_context
+// afterwards.
 //
 // Only http_server.cc (and the TLS listener's .cc) include this header: it
 // pulls in Asio and Beast.
@@ -87,6 +89,15 @@ struct StreamOps<beast::tcp_stream> {
   }
 };
 
+// Asio's transfer_all() caps every write at 64 KiB: a 220 KB reply went out
+// in four sendmsg calls, each with its own wait and timer, where the kernel
+// takes it in one (or as much as the socket buffer holds).
+struct TransferAllInLargeWrites {
+  size_t operator()(const beast::error_code& ec, size_t) const {
+    return ec ? 0 : size_t{64} << 20;
+  }
+};
+
 class SessionBase {
  public:
   virtual ~SessionBase() = default;
@@ -99,14 +110,13 @@ class SessionBase {
 // What all connections of one HttpServer share.
 struct ServerCore {
   ServerCore(const config::ServerConfig& c, const ExtenderService& service, Metrics* metrics,
-             const HttpServerOptions& options, net::io_context& io)
+             const HttpServerOptions& options)
       : config(c),
         router(service, metrics, options),
         workers(c.keep_buffer_bytes, c.keep_large_buffers),
         binds(c.bind_threads, static_cast<size_t>(c.max_pending_binds)),
         transport_warnings(
-            LogLimiter::Options{10.0, 20, "warnings about refused or broken connections"}, metrics),
-        ioc(io) {
+            LogLimiter::Options{10.0, 20, "warnings about refused or broken connections"}, metrics) {
     limits.max_header_bytes = c.max_header_bytes;
     limits.max_body_bytes = c.max_body_bytes;
   }
@@ -143,7 +153,6 @@ struct ServerCore {
   WorkerPool workers;
   BlockingPool binds;
   LogLimiter transport_warnings;
-  net::io_context& ioc;
   std::atomic<bool> draining{false};
   std::atomic<int> connections{0};  // accepted and not yet destroyed
   std::mutex mu;
@@ -153,11 +162,14 @@ struct ServerCore {
 template <class Stream>
 class Session final : public SessionBase, public std::enable_shared_from_this<Session<Stream>> {
  public:
-  // `keep` (may be null) is held as long as the connection: the TLS context
-  // the stream was made with.
-  Session(ServerCore& core, Stream stream, bool status_only, std::shared_ptr<void> keep = nullptr)
+  // `stream` must belong to `ioc`, which one thread runs. `keep` (may be
+  // null) is held as long as the connection: the TLS context the stream was
+  // made with.
+  Session(ServerCore& core, net::io_context& ioc, Stream stream, bool status_only,
+          std::shared_ptr<void> keep = nullptr)
       : keep_(std::move(keep)),
         core_(core),
+        ioc_(ioc),
         stream_(std::move(stream)),
         status_only_(status_only) {}
 
@@ -176,7 +188,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     peer_ = Lowest().socket().remote_endpoint(ec);
     Lowest().socket().set_option(net::ip::tcp::no_delay(true), ec);
     read_deadline_ = Clock::now() + std::chrono::seconds(core_.config.header_timeout_seconds);
-    // Everything from here on runs on the connection's strand.
+    // Everything from here on runs on the connection's io_context.
     net::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
       self->Lowest().expires_at(self->read_deadline_);
       StreamOps<Stream>::Handshake(self->stream_,
@@ -423,7 +435,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
       // io_context still has work, never after Serve() may have returned and
       // the ServerCore gone (found by fuzz/http_session).
       auto job = [self = this->shared_from_this(),
-                  guard = net::make_work_guard(core_.ioc)]() mutable {
+                  guard = net::make_work_guard(ioc_)]() mutable {
         const std::shared_ptr<Session> session = std::move(self);
         session->outcome_ = session->core_.router.Run(session->route_, *session->worker_);
         net::post(session->stream_.get_executor(), [session] { session->WriteReply(); });
@@ -466,7 +478,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     Lowest().expires_after(std::chrono::seconds(core_.config.write_timeout_seconds));
     const std::array<net::const_buffer, 2> buffers = {
         net::buffer(w.head), route_.head_only ? net::const_buffer() : net::buffer(w.out)};
-    net::async_write(stream_, buffers,
+    net::async_write(stream_, buffers, TransferAllInLargeWrites{},
                      [self = this->shared_from_this(), keep](beast::error_code ec, size_t) {
                        self->OnWritten(ec, keep);
                      });
@@ -537,6 +549,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
 
   std::shared_ptr<void> keep_;  // before stream_: outlives it
   ServerCore& core_;
+  net::io_context& ioc_;
   Stream stream_;
   const bool status_only_;
   net::ip::tcp::endpoint peer_;

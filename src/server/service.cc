@@ -154,6 +154,27 @@ int ExtenderService::Handle(Verb verb, size_t profile_index, const wire::Request
   return http_status;
 }
 
+bool ExtenderService::DecodeExtenderArgs(const wire::RequestBuffer& body, Scratch& s,
+                                         std::string& out, RequestSummary& summary,
+                                         void (*append_error)(std::string_view,
+                                                              std::string&)) const {
+  const Status st = s.decoder.DecodeExtenderArgs(body, s.args);
+  if (!st.ok()) {
+    summary.error = st.message();
+    append_error(summary.error, out);
+    return false;
+  }
+  summary.pod_namespace = s.args.pod.namespace_name;
+  summary.pod_name = s.args.pod.name;
+  summary.nodes_in = s.args.node_names.size();
+  if (summary.nodes_in > 0 && !s.args.has_pod) {
+    summary.error = "decode ExtenderArgs: /Pod: missing or null, but nodes were sent";
+    append_error(summary.error, out);
+    return false;
+  }
+  return true;
+}
+
 Status ExtenderService::LoadSnapshot(Scratch& s) const {
   s.snapshot.reset();
   if (cache_ == nullptr) {
@@ -200,15 +221,9 @@ Status ExtenderService::ResolveNodes(Scratch& s) const {
 
 int ExtenderService::Filter(const pipeline::Profile& profile, const wire::RequestBuffer& body,
                             Scratch& s, std::string& out, RequestSummary& summary) const {
-  Status st = s.decoder.DecodeExtenderArgs(body, s.args);
-  if (!st.ok()) {
-    summary.error = st.message();
-    wire::AppendFilterError(summary.error, out);
+  if (!DecodeExtenderArgs(body, s, out, summary, wire::AppendFilterError)) {
     return 400;
   }
-  summary.pod_namespace = s.args.pod.namespace_name;
-  summary.pod_name = s.args.pod.name;
-  summary.nodes_in = s.args.node_names.size();
   s.passing.clear();
   s.failed.clear();
   s.unresolvable.clear();
@@ -218,12 +233,7 @@ int ExtenderService::Filter(const pipeline::Profile& profile, const wire::Reques
     wire::AppendFilterResult(result, out);
     return 200;
   }
-  if (!s.args.has_pod) {
-    summary.error = "decode ExtenderArgs: /Pod: missing or null, but nodes were sent";
-    wire::AppendFilterError(summary.error, out);
-    return 400;
-  }
-  st = ResolveNodes(s);
+  Status st = ResolveNodes(s);
   if (!st.ok()) {
     // 200 with Error: the scheduler then fails this attempt and retries the pod
     // with back-off, without preempting anything.
@@ -272,26 +282,15 @@ int ExtenderService::Filter(const pipeline::Profile& profile, const wire::Reques
 int ExtenderService::Prioritize(const pipeline::Profile& profile,
                                 const wire::RequestBuffer& body, Scratch& s, std::string& out,
                                 RequestSummary& summary) const {
-  Status st = s.decoder.DecodeExtenderArgs(body, s.args);
-  if (!st.ok()) {
-    summary.error = st.message();
-    wire::AppendErrorBody(summary.error, out);
+  if (!DecodeExtenderArgs(body, s, out, summary, wire::AppendErrorBody)) {
     return 400;
   }
-  summary.pod_namespace = s.args.pod.namespace_name;
-  summary.pod_name = s.args.pod.name;
-  summary.nodes_in = s.args.node_names.size();
   s.host_scores.clear();
   if (summary.nodes_in == 0) {
     wire::AppendHostPriorityList(s.host_scores, out);
     return 200;
   }
-  if (!s.args.has_pod) {
-    summary.error = "decode ExtenderArgs: /Pod: missing or null, but nodes were sent";
-    wire::AppendErrorBody(summary.error, out);
-    return 400;
-  }
-  st = ResolveNodes(s);
+  Status st = ResolveNodes(s);
   if (st.ok()) {
     s.score.state.Clear();
     st = profile.RunScorers(s.args.pod, s.nodes, s.score, s.scores);

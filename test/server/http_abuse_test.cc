@@ -735,5 +735,36 @@ TEST(HttpAbuseTest, DrainFinishesInFlightRequestsAndClosesIdleConnections) {
   EXPECT_FALSE(late.Connect(server.port()));
 }
 
+// Each I/O thread runs its own io_context and a connection stays on the one
+// it was given at accept: with more threads than connections, some never
+// serve anything, and the drain must still end Serve() once the connections
+// (here one waiting on a bind in the pool) have closed.
+TEST(HttpAbuseTest, DrainEndsServeWithMoreIoThreadsThanConnections) {
+  QuietLog quiet;
+  BlockingBinder binder;
+  Server server([](HttpServerOptions& o) { o.server.threads = 8; }, &binder);
+  ASSERT_TRUE(server.init().ok()) << server.init().ToString();
+  // Three connections, each answered on whichever thread it was given.
+  for (int i = 0; i < 3; ++i) {
+    RawConnection c;
+    ASSERT_TRUE(c.Connect(server.port())) << c.error();
+    EXPECT_TRUE(Filter3Passed(SendAndRead(c, BuildRequest("POST", "/filter", Filter3()))));
+    EXPECT_EQ(SendAndRead(c, BuildRequest("GET", "/healthz", "")).status, 200);
+  }
+  RawConnection binding;
+  ASSERT_TRUE(binding.Connect(server.port())) << binding.error();
+  ASSERT_TRUE(binding.Send(BuildRequest("POST", "/bind", Bind1())));
+  ASSERT_TRUE(binder.WaitEntered(1));
+
+  server.StartStop();
+  binder.Release();
+  HttpReply reply;
+  ASSERT_TRUE(binding.ReadReply(reply)) << binding.error();
+  EXPECT_EQ(reply.status, 200);
+  EXPECT_EQ(reply.Header("Connection"), "close");
+  EXPECT_TRUE(binding.PeerClosedWithin(5000));
+  EXPECT_TRUE(server.Stop(milliseconds(5000)));
+}
+
 }  // namespace
 }  // namespace schedext::server

@@ -128,6 +128,14 @@ class ExtenderService {
   void RecordExchange(Verb verb, const pipeline::Profile& profile,
                       const wire::RequestBuffer& body, const Scratch& s, std::string_view out,
                       int http_status, std::chrono::steady_clock::time_point start) const;
+  // The prologue shared by filter, prioritize and explain: decodes the
+  // ExtenderArgs in `body` into s.args and fills the summary's pod and node
+  // count. A body that does not decode, or that sends nodes without a pod, is
+  // a bad request: its message goes to summary.error and, through
+  // `append_error` (the verb's error shape), to `out`; then false (answer 400).
+  bool DecodeExtenderArgs(const wire::RequestBuffer& body, Scratch& s, std::string& out,
+                          RequestSummary& summary,
+                          void (*append_error)(std::string_view, std::string&)) const;
   // Loads the cluster snapshot into s.snapshot: kUnavailable before the cache
   // has synced; OK and null without a cache.
   Status LoadSnapshot(Scratch& s) const;
