@@ -1,9 +1,12 @@
 #include "config/yaml_reader.h"
 
+#include <yaml-cpp/eventhandler.h>
+
 #include <charconv>
 #include <new>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <system_error>
 #include <utility>
 
@@ -89,27 +92,70 @@ std::optional<double> ParseDouble(std::string_view s) {
   return value;
 }
 
+// `<source>:<line>:<col>: `; a null mark reads 1:1.
+std::string MarkPrefix(std::string_view source, const YAML::Mark& mark) {
+  const int line = mark.is_null() || mark.line < 0 ? 1 : mark.line + 1;
+  const int column = mark.is_null() || mark.column < 0 ? 1 : mark.column + 1;
+  return std::string(source) + ":" + std::to_string(line) + ":" + std::to_string(column) + ": ";
+}
+
+// The parser's events, of which only where each document starts matters.
+class DocumentStarts final : public YAML::EventHandler {
+ public:
+  const YAML::Mark& last() const { return last_; }
+
+  void OnDocumentStart(const YAML::Mark& mark) override { last_ = mark; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+ private:
+  YAML::Mark last_ = YAML::Mark::null_mark();
+};
+
 }  // namespace
 
 StatusOr<YAML::Node> ParseYamlDocument(std::string_view text, std::string_view source) {
-  // yaml-cpp 0.7 never returns from a text whose first byte is ',' (found by
-  // fuzz/config); no valid config starts with one.
-  if (!text.empty() && text.front() == ',') {
-    return InvalidArgumentError(std::string(source) +
-                                ":1:1: invalid YAML: a document cannot start with ','");
-  }
   try {
-    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
-    if (docs.size() > 1) {
-      return InvalidArgumentError(std::string(source) + ": expected one YAML document, found " +
-                                  std::to_string(docs.size()));
+    // A first pass over the parser's events counts the documents and stops
+    // where yaml-cpp 0.7 makes no progress: its document parser leaves a ','
+    // outside any flow collection unread, and LoadAll then yields empty
+    // documents at that spot for ever (",", "\n,", "- a\n,", "[a] ,"). Every
+    // other document consumes at least one token, so one that starts where
+    // the previous one did is exactly that case. The first document is then
+    // loaded on its own (yaml-cpp's node builder is not public).
+    std::istringstream in{std::string(text)};
+    YAML::Parser parser(in);
+    DocumentStarts starts;
+    int documents = 0;
+    int previous = -1;
+    while (parser.HandleNextDocument(starts)) {
+      const YAML::Mark& at = starts.last();
+      if (at.pos == previous) {
+        const size_t pos = static_cast<size_t>(at.pos);
+        const std::string what = pos < text.size() && text[pos] == ','
+                                     ? "a document cannot start with ','"
+                                     : "a document cannot start here";
+        return InvalidArgumentError(MarkPrefix(source, at) + "invalid YAML: " + what);
+      }
+      previous = at.pos;
+      ++documents;
     }
-    return docs.empty() ? YAML::Node() : docs.front();
+    if (documents > 1) {
+      return InvalidArgumentError(std::string(source) + ": expected one YAML document, found " +
+                                  std::to_string(documents));
+    }
+    return documents == 0 ? YAML::Node() : YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
-    int line = e.mark.is_null() || e.mark.line < 0 ? 1 : e.mark.line + 1;
-    int column = e.mark.is_null() || e.mark.column < 0 ? 1 : e.mark.column + 1;
-    return InvalidArgumentError(std::string(source) + ":" + std::to_string(line) + ":" +
-                                std::to_string(column) + ": invalid YAML: " + e.msg);
+    return InvalidArgumentError(MarkPrefix(source, e.mark) + "invalid YAML: " + e.msg);
   } catch (const std::bad_alloc&) {
     throw;  // architecture §8: out of memory is not caught
   } catch (const std::exception& e) {
@@ -133,10 +179,7 @@ std::string Index(std::string_view path, size_t i) {
 
 Status YamlReader::ErrorAt(const YAML::Mark& mark, std::string_view path,
                            std::string_view message) const {
-  int line = mark.is_null() || mark.line < 0 ? 1 : mark.line + 1;
-  int column = mark.is_null() || mark.column < 0 ? 1 : mark.column + 1;
-  std::string m =
-      std::string(source_) + ":" + std::to_string(line) + ":" + std::to_string(column) + ": ";
+  std::string m = MarkPrefix(source_, mark);
   if (!path.empty()) {
     m += path;
     m += ": ";
