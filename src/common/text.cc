@@ -55,6 +55,15 @@ std::string_view TrimSpace(std::string_view text) {
   return text.substr(begin, text.find_last_not_of(kSpace) - begin + 1);
 }
 
+std::string_view TrimBlanks(std::string_view text) {
+  constexpr std::string_view kBlank = " \t";
+  const size_t begin = text.find_first_not_of(kBlank);
+  if (begin == std::string_view::npos) {
+    return {};
+  }
+  return text.substr(begin, text.find_last_not_of(kBlank) - begin + 1);
+}
+
 std::string JoinNames(std::span<const std::string_view> names) {
   std::string out;
   for (std::string_view name : names) {
