@@ -20,6 +20,15 @@ void AppendEscaped(std::string& out, std::string_view text) {
   }
 }
 
+// `text` without the leading and trailing bytes that are in `bytes`.
+std::string_view TrimAny(std::string_view text, std::string_view bytes) {
+  const size_t begin = text.find_first_not_of(bytes);
+  if (begin == std::string_view::npos) {
+    return {};
+  }
+  return text.substr(begin, text.find_last_not_of(bytes) - begin + 1);
+}
+
 }  // namespace
 
 std::string Quote(std::string_view text) {
@@ -46,14 +55,9 @@ std::string QuoteShort(std::string_view text, size_t max_bytes) {
   return out;
 }
 
-std::string_view TrimSpace(std::string_view text) {
-  constexpr std::string_view kSpace = " \t\r\n\v\f";
-  const size_t begin = text.find_first_not_of(kSpace);
-  if (begin == std::string_view::npos) {
-    return {};
-  }
-  return text.substr(begin, text.find_last_not_of(kSpace) - begin + 1);
-}
+std::string_view TrimSpace(std::string_view text) { return TrimAny(text, " \t\r\n\v\f"); }
+
+std::string_view TrimBlanks(std::string_view text) { return TrimAny(text, " \t"); }
 
 std::string JoinNames(std::span<const std::string_view> names) {
   std::string out;

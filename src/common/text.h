@@ -19,6 +19,10 @@ std::string QuoteShort(std::string_view text, size_t max_bytes = 40);
 // `text` without leading and trailing ASCII whitespace (space, \t, \r, \n, \v, \f).
 std::string_view TrimSpace(std::string_view text);
 
+// `text` without leading and trailing spaces and tabs only: HTTP's optional
+// whitespace (RFC 9110 §5.6.3), list elements in annotations.
+std::string_view TrimBlanks(std::string_view text);
+
 // "a, b, c": for "expected one of ..." messages.
 std::string JoinNames(std::span<const std::string_view> names);
 

@@ -1,9 +1,8 @@
-// Loading and validating schedext's YAML configuration (see config.h).
-//
-// yaml-cpp is confined to this file. Its exceptions (syntax errors, and the
-// rare throwing accessor) are caught here and turned into Status values that
-// carry the YAML mark as `<source>:<line>:<col>`. Every field is checked as it
-// is read; the first error wins.
+// Building and validating schedext's configuration (see config.h) from the
+// YAML document yaml_reader.h parses and reads: the schema (fields, bounds,
+// defaults, cross-field checks) lives here, yaml-cpp's parsing and typed reads
+// there. Errors carry the YAML mark as `<source>:<line>:<col>`. Every field is
+// checked as it is read; the first error wins.
 #include "schedext/config/config.h"
 
 #include <fcntl.h>
@@ -13,10 +12,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <iterator>
 #include <limits>
-#include <new>
-#include <optional>
 #include <span>
 #include <string>
 #include <system_error>
@@ -24,7 +20,9 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
-#include <yaml-cpp/yaml.h>
+
+#include "common/text.h"
+#include "config/yaml_reader.h"
 
 namespace schedext::config {
 namespace {
@@ -87,45 +85,6 @@ constexpr std::array<std::string_view, 2> kLogFields = {"level", "format"};
 constexpr std::array<std::string_view, 2> kProfileFields = {"name", "policies"};
 constexpr std::array<std::string_view, 3> kPolicyFields = {"name", "weight", "args"};
 
-// Bounds on what one policy's `args` may expand to: nesting depth, and values
-// in total (aliases can otherwise multiply a small file into a huge document).
-constexpr int kMaxArgsDepth = 64;
-constexpr size_t kMaxArgsValues = 100000;
-
-constexpr std::string_view kYamlStrTag = "tag:yaml.org,2002:str";
-
-std::string Quote(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 2);
-  out += '"';
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      constexpr std::string_view kHex = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[(static_cast<unsigned char>(c) >> 4) & 0xf];
-      out += kHex[static_cast<unsigned char>(c) & 0xf];
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-  return out;
-}
-
-std::string JoinNames(std::span<const std::string_view> names) {
-  std::string out;
-  for (std::string_view n : names) {
-    if (!out.empty()) {
-      out += ", ";
-    }
-    out += n;
-  }
-  return out;
-}
-
 template <size_t N>
 bool Contains(const std::array<std::string_view, N>& list, std::string_view s) {
   for (std::string_view item : list) {
@@ -134,76 +93,6 @@ bool Contains(const std::array<std::string_view, N>& list, std::string_view s) {
     }
   }
   return false;
-}
-
-// Parses a whole decimal integer ([-+]?[0-9]+). Empty when `s` is not one or
-// does not fit in int64.
-std::optional<int64_t> ParseInt64(std::string_view s) {
-  if (!s.empty() && s.front() == '+') {
-    s.remove_prefix(1);
-    if (!s.empty() && s.front() == '-') {
-      return std::nullopt;
-    }
-  }
-  if (s.empty()) {
-    return std::nullopt;
-  }
-  int64_t value = 0;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (ec != std::errc() || ptr != s.data() + s.size()) {
-    return std::nullopt;
-  }
-  return value;
-}
-
-// Whether `s` is a YAML 1.2 core-schema decimal float:
-// [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?
-bool LooksLikeDecimalFloat(std::string_view s) {
-  size_t i = 0;
-  auto digits = [&] {
-    size_t start = i;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
-      ++i;
-    }
-    return i - start;
-  };
-  if (i < s.size() && (s[i] == '+' || s[i] == '-')) {
-    ++i;
-  }
-  size_t int_digits = digits();
-  size_t frac_digits = 0;
-  if (i < s.size() && s[i] == '.') {
-    ++i;
-    frac_digits = digits();
-  }
-  if (int_digits == 0 && frac_digits == 0) {
-    return false;
-  }
-  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
-    ++i;
-    if (i < s.size() && (s[i] == '+' || s[i] == '-')) {
-      ++i;
-    }
-    if (digits() == 0) {
-      return false;
-    }
-  }
-  return i == s.size();
-}
-
-std::optional<double> ParseDouble(std::string_view s) {
-  if (!LooksLikeDecimalFloat(s)) {
-    return std::nullopt;
-  }
-  if (s.front() == '+') {
-    s.remove_prefix(1);  // from_chars does not take a leading '+'
-  }
-  double value = 0;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (ec != std::errc() || ptr != s.data() + s.size()) {
-    return std::nullopt;  // out of range: not a finite double
-  }
-  return value;
 }
 
 bool IsProfileName(std::string_view s) {
@@ -287,86 +176,15 @@ std::string ParseListen(std::string_view listen, std::string& host, int& port) {
   return "";
 }
 
-// One key/value pair of a mapping, with the key's text.
-struct Field {
-  std::string name;
-  YAML::Node key;
-  YAML::Node value;
-};
-
-// The fields of one mapping, already checked against the known names.
-class Fields {
+// Reads one YAML document into a Config: the schema, on top of the reader's
+// typed fields. Not thread-safe; one per load.
+class Loader : private YamlReader {
  public:
-  // The value of `name`; nullptr when absent or null (null means "not set").
-  const Field* Find(std::string_view name) const {
-    for (const Field& f : fields_) {
-      if (f.name == name) {
-        return f.value.IsNull() ? nullptr : &f;
-      }
-    }
-    return nullptr;
-  }
-  std::vector<Field>& fields() { return fields_; }
-
- private:
-  std::vector<Field> fields_;
-};
-
-std::string Join(std::string_view path, std::string_view name) {
-  if (path.empty()) {
-    return std::string(name);
-  }
-  std::string out(path);
-  out += '.';
-  out += name;
-  return out;
-}
-
-std::string Index(std::string_view path, size_t i) {
-  return std::string(path) + "[" + std::to_string(i) + "]";
-}
-
-// Reads one YAML document into a Config. Not thread-safe; one per load.
-class Loader {
- public:
-  explicit Loader(std::string_view source) : source_(source) {}
+  explicit Loader(std::string_view source) : YamlReader(source) {}
 
   StatusOr<Config> Load(const YAML::Node& root);
 
  private:
-  // `<source>:<line>:<col>: <path>: <message>`; a null mark reads 1:1.
-  Status ErrorAt(const YAML::Mark& mark, std::string_view path, std::string_view message) const {
-    int line = mark.is_null() || mark.line < 0 ? 1 : mark.line + 1;
-    int column = mark.is_null() || mark.column < 0 ? 1 : mark.column + 1;
-    std::string m = std::string(source_) + ":" + std::to_string(line) + ":" +
-                    std::to_string(column) + ": ";
-    if (!path.empty()) {
-      m += path;
-      m += ": ";
-    }
-    m += message;
-    return InvalidArgumentError(std::move(m));
-  }
-  // A value's position; a null value (`key:` with nothing after it) has no
-  // position of its own worth reporting, so the key's is used.
-  static YAML::Mark MarkOf(const Field& f) {
-    return f.value.IsNull() ? f.key.Mark() : f.value.Mark();
-  }
-
-  StatusOr<Fields> ReadMapping(const YAML::Node& node, const YAML::Mark& mark,
-                               std::string_view path,
-                               std::span<const std::string_view> known) const;
-  Status ReadString(const Field& f, std::string_view path, std::string& out) const;
-  Status ReadInt(const Field& f, std::string_view path, int64_t min, int64_t max,
-                 std::string_view expectation, int64_t& out) const;
-  template <typename T>
-  Status ReadIntInto(const Fields& fields, std::string_view name, std::string_view path,
-                     int64_t min, int64_t max, std::string_view expectation, T& out) const;
-  Status ReadOneOf(const Fields& fields, std::string_view name, std::string_view path,
-                   std::span<const std::string_view> allowed, std::string& out) const;
-  Status ReadBoolInto(const Fields& fields, std::string_view name, std::string_view path,
-                      bool& out) const;
-
   Status ReadServer(const Field& f, ServerConfig& server) const;
   Status ReadTls(const Field& f, TlsConfig& tls) const;
   Status ReadRecord(const Field& f, RecordConfig& record) const;
@@ -376,121 +194,7 @@ class Loader {
   Status ReadProfiles(const Field& f, std::vector<ProfileConfig>& profiles) const;
   Status ReadProfile(const YAML::Node& node, std::string_view path, ProfileConfig& profile) const;
   Status ReadPolicy(const YAML::Node& node, std::string_view path, PolicyConfig& policy) const;
-  Status ToJson(const YAML::Node& node, std::string_view path, int depth, size_t& budget,
-                Json& out) const;
-
-  std::string_view source_;
 };
-
-StatusOr<Fields> Loader::ReadMapping(const YAML::Node& node, const YAML::Mark& mark,
-                                     std::string_view path,
-                                     std::span<const std::string_view> known) const {
-  Fields result;
-  if (node.IsNull()) {
-    return result;
-  }
-  if (!node.IsMap()) {
-    return ErrorAt(mark, path, "must be a mapping");
-  }
-  for (auto it = node.begin(); it != node.end(); ++it) {
-    // A copy: `it->first` lives in a proxy that dies with the full expression.
-    const YAML::Node key = it->first;
-    if (!key.IsScalar()) {
-      return ErrorAt(key.Mark(), path, "keys must be strings");
-    }
-    std::string name = key.Scalar();
-    std::string field_path = Join(path, name);
-    bool is_known = false;
-    for (std::string_view k : known) {
-      is_known = is_known || k == name;
-    }
-    if (!is_known) {
-      return ErrorAt(key.Mark(), field_path, "unknown field (known: " + JoinNames(known) + ")");
-    }
-    for (const Field& seen : result.fields()) {
-      if (seen.name == name) {
-        return ErrorAt(key.Mark(), field_path, "duplicate field");
-      }
-    }
-    result.fields().push_back(Field{std::move(name), key, it->second});
-  }
-  return result;
-}
-
-Status Loader::ReadString(const Field& f, std::string_view path, std::string& out) const {
-  const YAML::Node& v = f.value;
-  bool tag_ok = v.Tag() == "?" || v.Tag() == "!" || v.Tag() == kYamlStrTag;
-  if (!v.IsScalar() || !tag_ok) {
-    return ErrorAt(MarkOf(f), path, "must be a string");
-  }
-  out = v.Scalar();
-  return OkStatus();
-}
-
-Status Loader::ReadInt(const Field& f, std::string_view path, int64_t min, int64_t max,
-                       std::string_view expectation, int64_t& out) const {
-  const YAML::Node& v = f.value;
-  std::optional<int64_t> value;
-  if (v.IsScalar() && v.Tag() == "?") {  // plain only: "5" in quotes is a string
-    value = ParseInt64(v.Scalar());
-  }
-  if (!value || *value < min || *value > max) {
-    return ErrorAt(MarkOf(f), path, std::string("must be ") + std::string(expectation));
-  }
-  out = *value;
-  return OkStatus();
-}
-
-template <typename T>
-Status Loader::ReadIntInto(const Fields& fields, std::string_view name, std::string_view path,
-                           int64_t min, int64_t max, std::string_view expectation, T& out) const {
-  const Field* f = fields.Find(name);
-  if (f == nullptr) {
-    return OkStatus();  // keep the default
-  }
-  int64_t value = 0;
-  SCHEDEXT_RETURN_IF_ERROR(ReadInt(*f, Join(path, name), min, max, expectation, value));
-  out = static_cast<T>(value);
-  return OkStatus();
-}
-
-Status Loader::ReadBoolInto(const Fields& fields, std::string_view name, std::string_view path,
-                            bool& out) const {
-  const Field* f = fields.Find(name);
-  if (f == nullptr) {
-    return OkStatus();  // keep the default
-  }
-  // Plain YAML 1.2 core booleans only: "true" in quotes is a string.
-  const YAML::Node& v = f->value;
-  const std::string text = v.IsScalar() && v.Tag() == "?" ? v.Scalar() : std::string();
-  if (text == "true" || text == "True" || text == "TRUE") {
-    out = true;
-  } else if (text == "false" || text == "False" || text == "FALSE") {
-    out = false;
-  } else {
-    return ErrorAt(MarkOf(*f), Join(path, name), "must be true or false");
-  }
-  return OkStatus();
-}
-
-Status Loader::ReadOneOf(const Fields& fields, std::string_view name, std::string_view path,
-                         std::span<const std::string_view> allowed, std::string& out) const {
-  const Field* f = fields.Find(name);
-  if (f == nullptr) {
-    return OkStatus();
-  }
-  std::string field_path = Join(path, name);
-  std::string value;
-  SCHEDEXT_RETURN_IF_ERROR(ReadString(*f, field_path, value));
-  for (std::string_view a : allowed) {
-    if (a == value) {
-      out = std::move(value);
-      return OkStatus();
-    }
-  }
-  return ErrorAt(MarkOf(*f), field_path,
-                 "must be one of " + JoinNames(allowed) + " (got " + Quote(value) + ")");
-}
 
 Status Loader::ReadServer(const Field& f, ServerConfig& server) const {
   constexpr std::string_view kPath = "server";
@@ -852,87 +556,10 @@ Status Loader::ReadPolicy(const YAML::Node& node, std::string_view path,
     if (!a->value.IsMap()) {
       return ErrorAt(MarkOf(*a), args_path, "must be a mapping");
     }
-    size_t budget = kMaxArgsValues;
-    SCHEDEXT_RETURN_IF_ERROR(ToJson(a->value, args_path, 0, budget, args));
+    SCHEDEXT_RETURN_IF_ERROR(ReadJson(a->value, args_path, args));
   }
   policy.args = std::make_shared<const Json>(std::move(args));
   return OkStatus();
-}
-
-// YAML → JSON for policy args. Plain scalars are resolved by the YAML 1.2 core
-// schema (null, true/false, decimal int64, decimal float); quoted, block and
-// !!str scalars stay strings; other explicit tags are refused.
-Status Loader::ToJson(const YAML::Node& node, std::string_view path, int depth, size_t& budget,
-                      Json& out) const {
-  if (depth > kMaxArgsDepth) {
-    return ErrorAt(node.Mark(), path,
-                   "nested more than " + std::to_string(kMaxArgsDepth) + " levels deep");
-  }
-  if (budget == 0) {
-    return ErrorAt(node.Mark(), path,
-                   "too many values (more than " + std::to_string(kMaxArgsValues) + ")");
-  }
-  --budget;
-  switch (node.Type()) {
-    case YAML::NodeType::Undefined:
-    case YAML::NodeType::Null:
-      out = nullptr;
-      return OkStatus();
-    case YAML::NodeType::Scalar: {
-      const std::string& tag = node.Tag();
-      const std::string& text = node.Scalar();
-      if (tag == "!" || tag == kYamlStrTag) {
-        out = text;
-        return OkStatus();
-      }
-      if (tag != "?") {
-        return ErrorAt(node.Mark(), path, "unsupported tag " + Quote(tag));
-      }
-      if (text == "null" || text == "Null" || text == "NULL" || text == "~" || text.empty()) {
-        out = nullptr;
-      } else if (text == "true" || text == "True" || text == "TRUE") {
-        out = true;
-      } else if (text == "false" || text == "False" || text == "FALSE") {
-        out = false;
-      } else if (std::optional<int64_t> i = ParseInt64(text)) {
-        out = *i;
-      } else if (std::optional<double> d = ParseDouble(text)) {
-        out = *d;
-      } else {
-        out = text;
-      }
-      return OkStatus();
-    }
-    case YAML::NodeType::Sequence: {
-      out = Json::array();
-      size_t i = 0;
-      for (const YAML::Node& item : node) {
-        Json value;
-        SCHEDEXT_RETURN_IF_ERROR(ToJson(item, Index(path, i), depth + 1, budget, value));
-        out.push_back(std::move(value));
-        ++i;
-      }
-      return OkStatus();
-    }
-    case YAML::NodeType::Map: {
-      out = Json::object();
-      for (auto it = node.begin(); it != node.end(); ++it) {
-        const YAML::Node key = it->first;  // a copy, as in ReadMapping
-        if (!key.IsScalar()) {
-          return ErrorAt(key.Mark(), path, "keys must be strings");
-        }
-        std::string key_path = Join(path, key.Scalar());
-        if (out.contains(key.Scalar())) {
-          return ErrorAt(key.Mark(), key_path, "duplicate field");
-        }
-        Json value;
-        SCHEDEXT_RETURN_IF_ERROR(ToJson(it->second, key_path, depth + 1, budget, value));
-        out[key.Scalar()] = std::move(value);
-      }
-      return OkStatus();
-    }
-  }
-  return ErrorAt(node.Mark(), path, "unsupported YAML node");
 }
 
 StatusOr<Config> Loader::Load(const YAML::Node& root) {
@@ -980,30 +607,8 @@ StatusOr<Config> Loader::Load(const YAML::Node& root) {
 }  // namespace
 
 StatusOr<Config> LoadConfigText(std::string_view yaml, std::string_view source) {
-  Loader loader(source);
-  // yaml-cpp 0.7 never returns from a text whose first byte is ',' (found by
-  // fuzz/config); no valid config starts with one.
-  if (!yaml.empty() && yaml.front() == ',') {
-    return InvalidArgumentError(std::string(source) +
-                                ":1:1: invalid YAML: a document cannot start with ','");
-  }
-  try {
-    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(yaml));
-    if (docs.size() > 1) {
-      return InvalidArgumentError(std::string(source) + ": expected one YAML document, found " +
-                                  std::to_string(docs.size()));
-    }
-    return loader.Load(docs.empty() ? YAML::Node() : docs.front());
-  } catch (const YAML::Exception& e) {
-    int line = e.mark.is_null() || e.mark.line < 0 ? 1 : e.mark.line + 1;
-    int column = e.mark.is_null() || e.mark.column < 0 ? 1 : e.mark.column + 1;
-    return InvalidArgumentError(std::string(source) + ":" + std::to_string(line) + ":" +
-                                std::to_string(column) + ": invalid YAML: " + e.msg);
-  } catch (const std::bad_alloc&) {
-    throw;  // architecture §8: out of memory is not caught
-  } catch (const std::exception& e) {
-    return InvalidArgumentError(std::string(source) + ": " + e.what());
-  }
+  SCHEDEXT_ASSIGN_OR_RETURN(YAML::Node root, ParseYamlDocument(yaml, source));
+  return Loader(source).Load(root);
 }
 
 StatusOr<Config> LoadConfigFile(const std::string& path) {

@@ -4,6 +4,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "common/text.h"
+
 namespace schedext::policy {
 namespace {
 
@@ -14,14 +16,7 @@ std::string JoinNames(std::initializer_list<std::string_view> names) {
   if (names.size() == 0) {
     return "none";
   }
-  std::string out;
-  for (std::string_view name : names) {
-    if (!out.empty()) {
-      out.append(", ");
-    }
-    out.append(name);
-  }
-  return out;
+  return schedext::JoinNames({names.begin(), names.size()});
 }
 
 bool IsAsciiAlnum(char c) {
@@ -229,7 +224,7 @@ StatusOr<std::optional<std::string_view>> ArgsReader::Enum(
     if (i > 0) {
       message.append(allowed.size() == 2 ? " or " : ", ");
     }
-    message.append("\"").append(candidate).append("\"");
+    message.append(Quote(candidate));
     ++i;
   }
   return FieldError(key, message);

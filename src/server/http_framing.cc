@@ -5,6 +5,8 @@
 #include <cstring>
 #include <limits>
 
+#include "common/text.h"
+
 namespace schedext::server::http {
 namespace {
 
@@ -47,23 +49,13 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   return true;
 }
 
-std::string_view TrimOws(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
 // Calls fn(element) for each non-empty element of a comma-separated list
 // (RFC 9110 §5.6.1), OWS trimmed.
 template <typename Fn>
 void ForEachListElement(std::string_view value, Fn&& fn) {
   while (!value.empty()) {
     const size_t comma = value.find(',');
-    const std::string_view element = TrimOws(value.substr(0, comma));
+    const std::string_view element = TrimBlanks(value.substr(0, comma));
     if (!element.empty()) {
       fn(element);
     }
@@ -252,7 +244,7 @@ HeadResult ParseRequestHead(std::string_view head, const HeadLimits& limits, Req
         return Refuse(400, "control character in request header \"" + Excerpt(name) + "\"");
       }
     }
-    const std::string_view value = TrimOws(raw_value);
+    const std::string_view value = TrimBlanks(raw_value);
 
     if (EqualsIgnoreCase(name, "Content-Length")) {
       // 1*DIGIT, nothing else: "+5", "-5", "5, 5", "0x5" and "" are all refused.

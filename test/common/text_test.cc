@@ -41,6 +41,16 @@ TEST(TrimSpaceTest, TrimsAsciiWhitespaceOnBothEnds) {
   EXPECT_EQ(TrimSpace("x"), "x");
 }
 
+TEST(TrimBlanksTest, TrimsSpacesAndTabsOnly) {
+  EXPECT_EQ(TrimBlanks(" \t gzip, br\t "), "gzip, br");
+  EXPECT_EQ(TrimBlanks(" \t "), "");
+  EXPECT_EQ(TrimBlanks(""), "");
+  EXPECT_EQ(TrimBlanks("x"), "x");
+  // Not other whitespace: a CR stays for the framing's own checks to see.
+  EXPECT_EQ(TrimBlanks(" chunked\r"), "chunked\r");
+  EXPECT_EQ(TrimBlanks("\v1\f"), "\v1\f");
+}
+
 TEST(JoinNamesTest, JoinsWithCommas) {
   constexpr std::array<std::string_view, 3> kNames = {"filter", "prioritize", "bind"};
   EXPECT_EQ(JoinNames(kNames), "filter, prioritize, bind");

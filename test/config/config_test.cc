@@ -465,10 +465,24 @@ TEST(ConfigTest, ReportsYamlSyntaxErrors) {
        "config.yaml:1:11: invalid YAML: the referenced anchor is not defined"},
       {"two documents", std::string(kProfiles) + "---\n" + std::string(kProfiles),
        "config.yaml: expected one YAML document, found 2"},
-      // yaml-cpp 0.7 loops for ever on these (fuzz/config); refused before it.
+      // yaml-cpp 0.7's LoadAll loops for ever where a document would start
+      // at a ',' outside [] and {} (fuzz/config); refused at that ','.
       {"leading comma", ",", "config.yaml:1:1: invalid YAML: a document cannot start with ','"},
       {"leading comma and more", ",p:\n  a: 1\n",
        "config.yaml:1:1: invalid YAML: a document cannot start with ','"},
+      {"comma after a blank line (the 850-byte fuzz input, minimised)", "\n,",
+       "config.yaml:2:1: invalid YAML: a document cannot start with ','"},
+      {"comma after an indented mapping (the fuzz input's shape)",
+       "  listen: \"0.0.0.0:8888\"\n, # a comment\n",
+       "config.yaml:2:1: invalid YAML: a document cannot start with ','"},
+      {"comma after a sequence", "- a\n,",
+       "config.yaml:2:1: invalid YAML: a document cannot start with ','"},
+      {"comma after a flow sequence", "[a] ,",
+       "config.yaml:1:5: invalid YAML: a document cannot start with ','"},
+      {"comma after a comment and a document marker", "# c\n---\n,",
+       "config.yaml:3:1: invalid YAML: a document cannot start with ','"},
+      {"comma after a complete first document", std::string(kProfiles) + "---\n,",
+       "config.yaml:6:1: invalid YAML: a document cannot start with ','"},  // 4 lines, ---
   });
 }
 

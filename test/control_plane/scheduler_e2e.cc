@@ -255,6 +255,15 @@ StatusOr<std::string> SchedulerConfigFromDeploy(const ControlPlane& cp,
   root["leaderElection"] = YAML::Node(YAML::NodeType::Map);
   root["leaderElection"]["leaderElect"] = false;
   root["clientConnection"]["kubeconfig"] = cp.scheduler_kubeconfig();
+  if (edits.disable_in_tree_scoring) {
+    for (YAML::Node profile : root["profiles"]) {
+      YAML::Node all;
+      all["name"] = "*";
+      YAML::Node disabled(YAML::NodeType::Sequence);
+      disabled.push_back(all);
+      profile["plugins"]["score"]["disabled"] = disabled;
+    }
+  }
   if (edits.drop_extenders) {
     root.remove("extenders");
   } else {

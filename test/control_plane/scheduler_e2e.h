@@ -126,6 +126,9 @@ struct SchedulerEdits {
   std::optional<ExtenderTls> tls;
   // No extenders at all: kube-scheduler alone, for the counterfactual.
   bool drop_extenders = false;
+  // Every in-tree score plugin off (plugins.score.disabled: "*"): the
+  // extender's priorities alone rank the feasible nodes.
+  bool disable_in_tree_scoring = false;
 };
 
 // `deploy_file` (relative to the source tree) as a KubeSchedulerConfiguration

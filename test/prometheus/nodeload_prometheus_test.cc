@@ -9,124 +9,29 @@
 // only makes it take longer). Skipped when prometheus is missing, except under
 // CI=true, where that fails.
 #include <gtest/gtest.h>
-#include <httplib.h>
 
 #include <chrono>
 #include <cmath>
-#include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "policy/builtin/nodeload/nodeload.h"
 #include "schedext/policy/policy.h"
+#include "testing/eventually.h"
+#include "testing/fake_node_exporter.h"
 #include "testing/prometheus.h"
 
 namespace schedext {
 namespace {
 
 using nlohmann::json;
-using std::chrono::milliseconds;
 using std::chrono::seconds;
-using Clock = std::chrono::steady_clock;
 
 constexpr int64_t kGiB = int64_t{1} << 30;
 
-// node_exporter's series for fake nodes of one CPU: node_cpu_seconds_total
-// counters that advance with the wall clock at the utilisation set for the
-// node, and memory gauges.
-class FakeNodeExporter {
- public:
-  FakeNodeExporter() {
-    server_.Get(R"(/metrics/([a-z0-9-]+))", [this](const httplib::Request& req,
-                                                    httplib::Response& res) {
-      const std::string node = req.matches[1];
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = nodes_.find(node);
-      if (it == nodes_.end()) {
-        res.status = 404;
-        return;
-      }
-      Node& n = it->second;
-      Advance(n);
-      std::ostringstream out;
-      out.precision(17);
-      out << "# HELP node_cpu_seconds_total Seconds the CPUs spent in each mode.\n"
-          << "# TYPE node_cpu_seconds_total counter\n"
-          << "node_cpu_seconds_total{cpu=\"0\",mode=\"idle\"} " << n.idle_seconds << "\n"
-          << "node_cpu_seconds_total{cpu=\"0\",mode=\"user\"} " << n.busy_seconds << "\n"
-          << "# HELP node_memory_MemTotal_bytes Memory information field MemTotal_bytes.\n"
-          << "# TYPE node_memory_MemTotal_bytes gauge\n"
-          << "node_memory_MemTotal_bytes " << n.memory_total << "\n"
-          << "# HELP node_memory_MemAvailable_bytes Memory information field "
-             "MemAvailable_bytes.\n"
-          << "# TYPE node_memory_MemAvailable_bytes gauge\n"
-          << "node_memory_MemAvailable_bytes " << n.memory_available << "\n";
-      ++n.scrapes;
-      res.set_content(out.str(), "text/plain; version=0.0.4");
-    });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-  }
-  ~FakeNodeExporter() {
-    server_.stop();
-    thread_.join();
-  }
-
-  // CPU busy fraction (0..1) and memory used fraction of a 1 GiB node.
-  void Set(const std::string& node, double cpu, double memory) {
-    std::lock_guard<std::mutex> lock(mu_);
-    Node& n = nodes_[node];
-    Advance(n);
-    n.cpu = cpu;
-    n.memory_total = kGiB;
-    n.memory_available = static_cast<int64_t>(std::llround((1 - memory) * kGiB));
-  }
-  int scrapes(const std::string& node) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return nodes_[node].scrapes;
-  }
-  int port() const { return port_; }
-
- private:
-  struct Node {
-    double cpu = 0;
-    int64_t memory_total = kGiB;
-    int64_t memory_available = kGiB;
-    double idle_seconds = 1000;
-    double busy_seconds = 1000;
-    Clock::time_point last = Clock::now();
-    int scrapes = 0;
-  };
-  static void Advance(Node& n) {
-    const Clock::time_point now = Clock::now();
-    const double dt = std::chrono::duration<double>(now - n.last).count();
-    n.idle_seconds += dt * (1 - n.cpu);
-    n.busy_seconds += dt * n.cpu;
-    n.last = now;
-  }
-
-  httplib::Server server_;
-  int port_ = 0;
-  std::thread thread_;
-  std::mutex mu_;
-  std::map<std::string, Node> nodes_;
-};
-
-// Waits up to `bound` for `done`, re-checking every 100 ms.
-bool Eventually(const std::function<bool()>& done, Clock::duration bound) {
-  const auto deadline = Clock::now() + bound;
-  for (;;) {
-    if (done()) return true;
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(milliseconds(100));
-  }
-}
+using testing::Eventually;
 
 class NodeLoadPrometheusTest : public ::testing::Test {
  protected:
@@ -210,7 +115,7 @@ class NodeLoadPrometheusTest : public ::testing::Test {
     return out;
   }
 
-  FakeNodeExporter exporter_;
+  testing::FakeNodeExporter exporter_;
   std::unique_ptr<testing::PrometheusServer> prometheus_;
 };
 

@@ -9,17 +9,19 @@
 
 namespace schedext::testing {
 
-// Polls `condition` every 5 ms until it holds (true) or `timeout` passes
-// (false, after one last check).
+// Polls `condition` every `every` (5 ms; more for a condition that costs a
+// round trip) until it holds (true) or `timeout` passes (false, after one
+// last check).
 template <typename Fn>
 bool Eventually(Fn&& condition,
-                std::chrono::milliseconds timeout = std::chrono::milliseconds(15000)) {
+                std::chrono::milliseconds timeout = std::chrono::milliseconds(15000),
+                std::chrono::milliseconds every = std::chrono::milliseconds(5)) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     if (condition()) {
       return true;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(every);
   }
   return condition();
 }

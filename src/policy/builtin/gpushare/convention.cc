@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "common/text.h"
+
 namespace schedext::policy::gpushare {
 namespace {
 
@@ -18,16 +20,6 @@ std::optional<int> ParseIndex(std::string_view text) {
     return std::nullopt;
   }
   return value;
-}
-
-std::string_view TrimSpaces(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) {
-    text.remove_suffix(1);
-  }
-  return text;
 }
 
 }  // namespace
@@ -59,7 +51,7 @@ uint64_t ParseUnhealthyDevices(std::string_view text, int* invalid) {
   int bad = 0;
   while (!text.empty()) {
     const size_t comma = text.find(',');
-    const std::string_view entry = TrimSpaces(text.substr(0, comma));
+    const std::string_view entry = TrimBlanks(text.substr(0, comma));
     text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
     if (entry.empty()) {
       continue;
