@@ -13,21 +13,10 @@ namespace schedext::server {
 
 int ExtenderService::Explain(const pipeline::Profile& profile, const wire::RequestBuffer& body,
                              Scratch& s, std::string& out, RequestSummary& summary) const {
-  Status st = s.decoder.DecodeExtenderArgs(body, s.args);
-  if (!st.ok()) {
-    summary.error = st.message();
-    wire::AppendErrorBody(summary.error, out);
+  if (!DecodeExtenderArgs(body, s, out, summary, wire::AppendErrorBody)) {
     return 400;
   }
-  summary.pod_namespace = s.args.pod.namespace_name;
-  summary.pod_name = s.args.pod.name;
-  summary.nodes_in = s.args.node_names.size();
-  if (!s.args.has_pod && summary.nodes_in > 0) {
-    summary.error = "decode ExtenderArgs: /Pod: missing or null, but nodes were sent";
-    wire::AppendErrorBody(summary.error, out);
-    return 400;
-  }
-  st = ResolveNodes(s);
+  const Status st = ResolveNodes(s);
   if (!st.ok()) {
     // Unlike filter, explain has no Error field of its own to put it in.
     summary.error = "explain: " + st.message();
