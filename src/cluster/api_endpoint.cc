@@ -2,8 +2,10 @@
 
 #include <arpa/inet.h>
 
-#include <charconv>
+#include <optional>
 #include <string_view>
+
+#include "common/host_port.h"
 
 namespace schedext::cluster {
 
@@ -27,44 +29,20 @@ StatusOr<ApiEndpoint> ParseApiServer(const std::string& server) {
     }
     rest = rest.substr(0, slash);
   }
-  std::string_view port_text;
-  if (!rest.empty() && rest.front() == '[') {
-    const size_t close = rest.find(']');
-    if (close == std::string_view::npos) {
-      return InvalidArgumentError("server \"" + server + "\": unterminated IPv6 literal");
-    }
-    e.host = std::string(rest.substr(1, close - 1));
-    std::string_view after = rest.substr(close + 1);
-    if (!after.empty()) {
-      if (after.front() != ':') {
-        return InvalidArgumentError("server \"" + server + "\": bad port");
-      }
-      port_text = after.substr(1);
-    }
-  } else {
-    const size_t colon = rest.rfind(':');
-    if (colon != std::string_view::npos) {
-      if (rest.find(':') != colon) {
-        return InvalidArgumentError("server \"" + server +
-                                    "\": an IPv6 address must be in brackets");
-      }
-      e.host = std::string(rest.substr(0, colon));
-      port_text = rest.substr(colon + 1);
-    } else {
-      e.host = std::string(rest);
-    }
+  const StatusOr<HostPort> split = SplitHostPort(rest);
+  if (!split.ok()) {
+    return InvalidArgumentError("server \"" + server + "\": " + split.status().message());
   }
+  e.host = std::string(split->host);
   if (e.host.empty()) {
     return InvalidArgumentError("server \"" + server + "\": no host");
   }
-  if (!port_text.empty()) {
-    int port = 0;
-    auto [ptr, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-    if (ec != std::errc() || ptr != port_text.data() + port_text.size() || port <= 0 ||
-        port > 65535) {
+  if (split->port.has_value()) {
+    const std::optional<int> port = ParsePortNumber(*split->port, 1);
+    if (!port.has_value()) {
       return InvalidArgumentError("server \"" + server + "\": bad port");
     }
-    e.port = port;
+    e.port = *port;
   }
   unsigned char buf[sizeof(in6_addr)];
   e.host_is_ip = inet_pton(AF_INET, e.host.c_str(), buf) == 1 ||

@@ -13,6 +13,7 @@
 #include <charconv>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <system_error>
@@ -21,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/host_port.h"
 #include "common/text.h"
 #include "config/yaml_reader.h"
 
@@ -110,19 +112,15 @@ bool IsProfileName(std::string_view s) {
 
 // Splits a listen address; returns an error message (without context) or "".
 std::string ParseListen(std::string_view listen, std::string& host, int& port) {
-  std::string_view host_part;
-  std::string_view port_part;
-  if (!listen.empty() && listen.front() == '[') {
-    size_t close = listen.find(']');
-    if (close == std::string_view::npos) {
-      return "missing ']' after the IPv6 address";
-    }
-    host_part = listen.substr(1, close - 1);
-    std::string_view rest = listen.substr(close + 1);
-    if (rest.empty() || rest.front() != ':') {
-      return "expected [host]:port";
-    }
-    port_part = rest.substr(1);
+  const StatusOr<HostPort> split = SplitHostPort(listen);
+  if (!split.ok()) {
+    return split.status().message();
+  }
+  if (!split->port.has_value()) {
+    return split->bracketed ? "expected [host]:port" : "expected host:port";
+  }
+  const std::string_view host_part = split->host;
+  if (split->bracketed) {
     if (host_part.empty()) {
       return "empty IPv6 address in brackets";
     }
@@ -137,15 +135,6 @@ std::string ParseListen(std::string_view listen, std::string& host, int& port) {
       return "invalid IPv6 address " + Quote(host_part);
     }
   } else {
-    size_t colon = listen.rfind(':');
-    if (colon == std::string_view::npos) {
-      return "expected host:port";
-    }
-    host_part = listen.substr(0, colon);
-    port_part = listen.substr(colon + 1);
-    if (host_part.find(':') != std::string_view::npos) {
-      return "an IPv6 address must be in brackets, as in \"[::1]:8888\"";
-    }
     for (char c : host_part) {
       bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
                 c == '.' || c == '-' || c == '_';
@@ -154,25 +143,18 @@ std::string ParseListen(std::string_view listen, std::string& host, int& port) {
       }
     }
   }
+  const std::string_view port_part = *split->port;
   if (port_part.empty()) {
     return "missing port";
   }
-  int value = 0;
-  bool all_digits = port_part.size() <= 5;
-  for (char c : port_part) {
-    all_digits = all_digits && c >= '0' && c <= '9';
-  }
-  if (all_digits) {
-    auto [ptr, ec] = std::from_chars(port_part.data(), port_part.data() + port_part.size(), value);
-    all_digits = ec == std::errc() && ptr == port_part.data() + port_part.size();
-  }
-  if (!all_digits || value > 65535) {
+  const std::optional<int> value = ParsePortNumber(port_part, 0);
+  if (!value.has_value()) {
     return "port " + Quote(port_part) + " is not a number from 0 to 65535";
   }
   if (!host_part.empty()) {
     host = std::string(host_part);  // ":port" keeps the current host
   }
-  port = value;
+  port = *value;
   return "";
 }
 

@@ -10,10 +10,13 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <system_error>
 #include <utility>
+
+#include "common/host_port.h"
 
 namespace schedext::policy::nodeload {
 namespace {
@@ -172,38 +175,21 @@ StatusOr<PrometheusUrl> ParsePrometheusUrl(std::string_view url) {
   if (authority.find('@') != std::string_view::npos) {
     return InvalidArgumentError("must not carry credentials (use bearerTokenFile)");
   }
-  std::string_view host = authority;
-  std::string_view port;
-  if (authority.starts_with("[")) {
-    const size_t close = authority.find(']');
-    if (close == std::string_view::npos) {
-      return InvalidArgumentError("unterminated IPv6 address");
-    }
-    host = authority.substr(1, close - 1);
-    std::string_view after = authority.substr(close + 1);
-    if (!after.empty()) {
-      if (after.front() != ':') {
-        return InvalidArgumentError("unexpected text after the IPv6 address");
-      }
-      port = after.substr(1);
-    }
-  } else if (const size_t colon = authority.rfind(':'); colon != std::string_view::npos) {
-    host = authority.substr(0, colon);
-    port = authority.substr(colon + 1);
+  const StatusOr<HostPort> split = SplitHostPort(authority);
+  if (!split.ok()) {
+    return split.status();
   }
-  if (host.empty()) {
+  if (split->host.empty()) {
     return InvalidArgumentError("has no host");
   }
-  out.host = std::string(host);
+  out.host = std::string(split->host);
   out.port = out.tls ? 443 : 80;
-  if (!port.empty() || authority.ends_with(":")) {
-    int value = 0;
-    auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-    if (!AllDigits(port) || ec != std::errc() || ptr != port.data() + port.size() || value < 1 ||
-        value > 65535) {
-      return InvalidArgumentError("invalid port \"" + std::string(port) + "\"");
+  if (split->port.has_value()) {
+    const std::optional<int> port = ParsePortNumber(*split->port, 1);
+    if (!port.has_value()) {
+      return InvalidArgumentError("invalid port \"" + std::string(*split->port) + "\"");
     }
-    out.port = value;
+    out.port = *port;
   }
   return out;
 }
