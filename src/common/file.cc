@@ -21,8 +21,7 @@ Status SystemError(const std::string& where, int err) {
 
 }  // namespace
 
-StatusOr<std::string> ReadFile(const std::string& path, std::string_view what,
-                               size_t max_bytes) {
+StatusOr<std::string> ReadFile(const std::string& path, std::string_view what, size_t max_bytes) {
   const std::string where = std::string(what) + " " + Quote(path);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -47,8 +46,7 @@ StatusOr<std::string> ReadFile(const std::string& path, std::string_view what,
     data.append(chunk, static_cast<size_t>(n));
     if (data.size() > max_bytes) {
       ::close(fd);
-      return InvalidArgumentError(where + ": larger than " + std::to_string(max_bytes) +
-                                  " bytes");
+      return InvalidArgumentError(where + ": larger than " + std::to_string(max_bytes) + " bytes");
     }
   }
   ::close(fd);
