@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -47,7 +49,13 @@ std::string MakeTempDir() {
   return pattern;
 }
 
+// SCHEDEXT_KEEP_REPLAY_DIR=1 keeps the directory (the recording, the
+// configurations) for running `schedext replay` on it by hand.
 void RemoveDir(const std::string& dir) {
+  if (const char* keep = std::getenv("SCHEDEXT_KEEP_REPLAY_DIR"); keep != nullptr && *keep == '1') {
+    std::printf("kept %s\n", dir.c_str());
+    return;
+  }
   const std::string command = "rm -rf '" + dir + "'";
   EXPECT_EQ(std::system(command.c_str()), 0);
 }
