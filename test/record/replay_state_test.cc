@@ -408,6 +408,30 @@ TEST_F(ReplayGpuShareTest, ARecordWithoutStateReplaysAgainstEmptyStateAndSaysSo)
   EXPECT_NE(text.find("state not recorded: 4 request(s)"), std::string::npos) << text;
 }
 
+// A recorded state the new configuration's codec cannot read skips the
+// record, says why and where, and leaves the others replayed.
+TEST_F(ReplayGpuShareTest, AStateThatDoesNotDecodeSkipsItsRecord) {
+  const std::string bad_dir = dir_ + "/bad";
+  ASSERT_EQ(::mkdir(bad_dir.c_str(), 0700), 0);
+  {
+    std::ofstream out(bad_dir + "/records-20261201T000000Z-000000.jsonl");
+    const std::vector<std::string> lines = RecordLines(record_dir_);
+    ASSERT_EQ(lines.size(), 4U);
+    json first = json::parse(lines[0]);
+    first["usage"]["g2"]["states"]["GpuShare"]["used"] = json::array({"eight"});
+    out << first.dump() << "\n" << lines[1] << "\n";
+  }
+  cli::LoadedConfig config = Load(dir_, kGpuRecorded);
+  const ReplayReport r = Replay(bad_dir, config);
+  EXPECT_EQ(r.records, 2U);
+  EXPECT_EQ(r.replayed, 1U);
+  EXPECT_EQ(r.changed, 0U);
+  EXPECT_EQ(r.skipped, (std::map<std::string, size_t>{{"the recorded state does not decode", 1}}));
+  EXPECT_EQ(r.state_errors,
+            (std::vector<std::string>{"records-20261201T000000Z-000000.jsonl:1: node g2: "
+                                      "GpuShare state: used and pods: expected integers"}));
+}
+
 // ---------------------------------------------------------------- NodeLoad
 
 using policy::nodeload::BindLedger;
