@@ -680,6 +680,7 @@ int main(int argc, char** argv) {
   if (config.server.record.enabled()) {
     schedext::record::RecorderOptions record_options;
     record_options.config = config.server.record;
+    record_options.accountings = host.accountings();
     auto started = schedext::record::Recorder::Start(std::move(record_options));
     if (!started.ok()) {
       spdlog::critical("{}", started.status().message());

@@ -15,10 +15,12 @@ namespace {
 constexpr std::string_view kReplayUsage =
     R"(Usage: schedext replay --config FILE [--diff] [--fail-on-change] [--output text|json] DIR
 
-Runs every filter and prioritize request recorded in DIR (server.record.dir)
-through the profiles of FILE and reports what changes against the recorded
-replies: requests, node decisions (newly rejected by which policy, newly
-accepted), top-node changes, score shifts and latency.
+Runs every filter, prioritize and preempt request recorded in DIR
+(server.record.dir) through the profiles of FILE, with the stateful policies'
+recorded state, and reports what changes against the recorded replies:
+requests, node decisions (newly rejected by which policy, newly accepted),
+top-node changes, score shifts, preempt victims per node and latency. bind
+records are not replayed (bind has side effects).
 
   --config FILE       the new schedext configuration (YAML)
   --diff              also print each changed request's differences
@@ -92,7 +94,7 @@ int ReplayCommand(const std::vector<std::string>& args, std::ostream& out, std::
     err << "schedext replay: " << loaded.status().message() << "\n";
     return 1;
   }
-  auto report = record::ReplayDirectory(dir, loaded->profiles);
+  auto report = record::ReplayDirectory(dir, loaded->profiles, loaded->host->accountings());
   if (!report.ok()) {
     err << "schedext replay: " << report.status().message() << "\n";
     return 1;

@@ -73,11 +73,70 @@ Json NodeObject(const model::NodeInfo& node) {
             {"conditions", std::move(conditions)}}}};
 }
 
-// Stateful policies' per-node state (NodeUsage::states) is not recorded.
-Json Usage(const model::NodeUsage& usage) {
+// With the states of the slots that have a codec.
+Json Usage(const model::NodeUsage& usage, std::span<const policy::NodeStateCodec* const> codecs) {
+  Json states = Json::object();
+  for (size_t slot = 0; slot < usage.states.size() && slot < codecs.size(); ++slot) {
+    const model::NodeState* state = usage.states.Get(slot);
+    if (state != nullptr && codecs[slot] != nullptr) {
+      Json encoded = Json::parse(codecs[slot]->EncodeState(*state), nullptr, false);
+      if (!encoded.is_discarded()) {
+        states[S(codecs[slot]->StateName())] = std::move(encoded);
+      }
+    }
+  }
   return {{"requested", Resources(usage.requested)},
           {"scoringRequested", Resources(usage.scoring_requested)},
-          {"pods", usage.pods}};
+          {"pods", usage.pods},
+          {"states", std::move(states)}};
+}
+
+// Amounts as Resources() writes them; a container's request map names cpu
+// and memory even at zero when the pod's did.
+Json ContainerObject(const model::ContainerResources& c, bool init) {
+  Json requests = Resources(c.requests);
+  if (c.has_cpu_request && !requests.contains(S(model::kResourceCpu))) {
+    requests[S(model::kResourceCpu)] = "0m";
+  }
+  if (c.has_memory_request && !requests.contains(S(model::kResourceMemory))) {
+    requests[S(model::kResourceMemory)] = "0";
+  }
+  Json out = {{"resources", {{"requests", std::move(requests)}, {"limits", Resources(c.limits)}}}};
+  if (init && c.restartable) {
+    out["restartPolicy"] = "Always";
+  }
+  return out;
+}
+
+// What the preempt hooks read of a victim (record_file.h).
+Json PodObject(const model::PodInfo& pod) {
+  Json containers = Json::array();
+  for (const model::ContainerResources& c : pod.containers) {
+    containers.push_back(ContainerObject(c, false));
+  }
+  Json init = Json::array();
+  for (const model::ContainerResources& c : pod.init_containers) {
+    init.push_back(ContainerObject(c, true));
+  }
+  Json spec = {{"nodeName", S(pod.node_name)},
+               {"priority", pod.priority},
+               {"containers", std::move(containers)},
+               {"initContainers", std::move(init)},
+               {"overhead", Resources(pod.overhead)}};
+  if (!pod.priority_class_name.empty()) {
+    spec["priorityClassName"] = S(pod.priority_class_name);
+  }
+  if (!pod.preemption_policy.empty()) {
+    spec["preemptionPolicy"] = S(pod.preemption_policy);
+  }
+  return {{"metadata",
+           {{"name", S(pod.name)},
+            {"namespace", S(pod.namespace_name)},
+            {"uid", S(pod.uid)},
+            {"labels", Strings(pod.labels)},
+            {"annotations", Strings(pod.annotations)}}},
+          {"spec", std::move(spec)},
+          {"status", {{"phase", S(pod.phase)}}}};
 }
 
 std::string FormatTime(std::chrono::system_clock::time_point time) {
@@ -113,7 +172,8 @@ StatusOr<model::ResourceList> ReadResources(const Json& j, std::deque<std::strin
 }  // namespace
 
 std::string EncodeRecord(const Exchange& exchange, std::span<const std::string_view> node_names,
-                         std::chrono::system_clock::time_point time) {
+                         std::chrono::system_clock::time_point time,
+                         std::span<const policy::NodeStateCodec* const> codecs) {
   Json doc;
   doc["version"] = 1;
   doc["time"] = FormatTime(time);
@@ -134,7 +194,7 @@ std::string EncodeRecord(const Exchange& exchange, std::span<const std::string_v
       }
       nodes.push_back(NodeObject(*node));
       if (node->usage != nullptr) {
-        usage[S(node->name)] = Usage(*node->usage);
+        usage[S(node->name)] = Usage(*node->usage, codecs);
       }
     }
     doc["nodes"] = std::move(nodes);
@@ -143,11 +203,29 @@ std::string EncodeRecord(const Exchange& exchange, std::span<const std::string_v
     Json usage = Json::object();
     for (size_t i = 0; i < exchange.usage.size() && i < node_names.size(); ++i) {
       if (exchange.usage[i] != nullptr) {
-        usage[S(node_names[i])] = Usage(*exchange.usage[i]);
+        usage[S(node_names[i])] = Usage(*exchange.usage[i], codecs);
       }
     }
     doc["usage"] = std::move(usage);
   }
+  if (!exchange.victims.empty()) {
+    Json victims = Json::array();
+    for (const model::PodInfo* pod : exchange.victims) {
+      victims.push_back(PodObject(*pod));
+    }
+    doc["victims"] = std::move(victims);
+  }
+  Json policies = Json::object();
+  for (const auto& [name, captured] : exchange.policy_states) {
+    if (captured == nullptr) {
+      continue;
+    }
+    Json encoded = Json::parse(captured->Encode(node_names), nullptr, false);
+    if (!encoded.is_discarded()) {
+      policies[name] = std::move(encoded);
+    }
+  }
+  doc["policyState"] = std::move(policies);
   // A body that is not UTF-8 gets U+FFFD for the bad bytes instead of
   // failing the record.
   std::string line = doc.dump(-1, ' ', false, Json::error_handler_t::replace);
@@ -159,6 +237,15 @@ const model::NodeInfo* Record::FindNode(std::string_view name) const {
   for (const auto& node : nodes) {
     if (node->name() == name) {
       return &node->info();
+    }
+  }
+  return nullptr;
+}
+
+const model::PodInfo* Record::FindVictim(std::string_view uid) const {
+  for (const auto& pod : victims) {
+    if (pod->uid() == uid) {
+      return &pod->info();
     }
   }
   return nullptr;
@@ -234,6 +321,31 @@ StatusOr<std::unique_ptr<Record>> DecodeRecord(std::string_view line) {
           ReadResources(u["scoringRequested"], record->names, "usage." + name));
       usage.pods = u["pods"].get<int64_t>();
       record->usage.emplace_back(name, std::move(usage));
+      if (u.contains("states") && u["states"].is_object()) {
+        for (const auto& [state, value] : u["states"].items()) {
+          record->node_states.push_back({name, state, value.dump()});
+        }
+      }
+    }
+  }
+  if (doc.contains("victims") && doc["victims"].is_array()) {
+    const Json page = {{"metadata", {{"resourceVersion", "1"}}}, {"items", doc["victims"]}};
+    const wire::RequestBuffer buffer = wire::RequestBuffer::CopyOf(page.dump());
+    wire::ObjectDecoder decoder;
+    wire::ListMeta meta;
+    SCHEDEXT_RETURN_IF_ERROR(decoder
+                                 .DecodePodList(buffer, meta,
+                                                [&](const wire::PodObject& o) {
+                                                  record->victims.push_back(
+                                                      std::make_unique<model::OwnedPod>(o.info));
+                                                  return true;
+                                                })
+                                 .WithContext("victims"));
+  }
+  if (doc.contains("policyState") && doc["policyState"].is_object()) {
+    record->has_state = true;
+    for (const auto& [policy, value] : doc["policyState"].items()) {
+      record->policy_states.emplace_back(policy, value.dump());
     }
   }
   return record;

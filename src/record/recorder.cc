@@ -13,6 +13,7 @@
 #include <ctime>
 #include <utility>
 
+#include "schedext/policy/recorded_state.h"
 #include "schedext/record/record_file.h"
 #include "schedext/wire/decoder.h"
 #include "schedext/wire/request_buffer.h"
@@ -53,7 +54,11 @@ StatusOr<std::unique_ptr<Recorder>> Recorder::Start(RecorderOptions options) {
   return recorder;
 }
 
-Recorder::Recorder(RecorderOptions options) : options_(std::move(options)) {}
+Recorder::Recorder(RecorderOptions options) : options_(std::move(options)) {
+  for (const auto& accounting : options_.accountings) {
+    codecs_.push_back(accounting != nullptr ? policy::AsNodeStateCodec(*accounting) : nullptr);
+  }
+}
 
 Recorder::~Recorder() {
   {
@@ -177,18 +182,26 @@ void Recorder::Run() {
 }
 
 void Recorder::Write(const Exchange& exchange) {
-  // Full-mode usage is per request node: the names come from the request.
+  // Full-mode usage is per request node, and the policies' states are
+  // limited to the request's nodes: the names come from the request.
   std::vector<std::string_view> names;
   wire::RequestBuffer body;
   wire::RequestDecoder decoder;
   wire::ExtenderArgsView args;
-  if (!exchange.usage.empty()) {
+  wire::PreemptionArgsView preemption;
+  if (!exchange.usage.empty() || !exchange.policy_states.empty()) {
     body = wire::RequestBuffer::CopyOf(exchange.request);
-    if (decoder.DecodeExtenderArgs(body, args).ok()) {
+    if (exchange.verb == "preempt") {
+      if (decoder.DecodePreemptionArgs(body, preemption).ok()) {
+        for (const wire::VictimsView& candidate : preemption.candidates()) {
+          names.push_back(candidate.node);
+        }
+      }
+    } else if (decoder.DecodeExtenderArgs(body, args).ok()) {
       names = args.node_names;
     }
   }
-  const std::string line = EncodeRecord(exchange, names, options_.now());
+  const std::string line = EncodeRecord(exchange, names, options_.now(), codecs_);
   if (line.size() > options_.config.max_bytes) {
     dropped_too_large_.fetch_add(1, std::memory_order_relaxed);
     return;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <string>
 
+#include "schedext/policy/recorded_state.h"
 #include "schedext/record/recorder.h"
 #include "schedext/server/service.h"
 
@@ -37,6 +38,30 @@ void ExtenderService::RecordExchange(Verb verb, const pipeline::Profile& profile
       e.usage.reserve(s.args.nodes.size());
       for (const model::NodeInfo& node : s.args.nodes) {
         e.usage.push_back(node.usage);
+      }
+    }
+  }
+  if (verb == Verb::kPreempt && s.snapshot != nullptr && http_status == 200) {
+    // The candidates' nodes, and the victims the cache knew (the pods in a
+    // full-pods request are in its body already).
+    e.snapshot = s.snapshot;
+    e.nodes = s.resolved;
+    if (!s.preemption.full_pods) {
+      for (const wire::VictimsView& candidate : s.preemption.candidates()) {
+        for (const model::PodInfo& victim : candidate.pods) {
+          if (const model::PodInfo* known = s.snapshot->FindPod(victim.uid)) {
+            e.victims.push_back(known);
+          }
+        }
+      }
+    }
+  }
+  if (verb != Verb::kBind) {
+    // What the stateful policies saw: the RequestState the verb ran with.
+    const policy::RequestState& state = verb == Verb::kPrioritize ? s.score.state : s.state;
+    for (const auto& policy : profile.policies()) {
+      if (const policy::RequestStateRecorder* r = policy::AsStateRecorder(*policy)) {
+        e.policy_states.emplace_back(std::string(policy->Name()), r->Capture(state));
       }
     }
   }

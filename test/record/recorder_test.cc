@@ -147,10 +147,11 @@ TEST_F(RecorderTest, RecordsTheVerbsWithWhatTheCacheLent) {
   EXPECT_EQ(f["nodes"][1]["status"]["conditions"],
             json::parse(R"([{"type":"Ready","status":"True"}])"));
   // Usage counts requests per resource and pods apart (as kube-scheduler's
-  // NodeInfo does).
+  // NodeInfo does); no policy of these profiles keeps state of its own.
   EXPECT_EQ(f["usage"]["n2"], json::parse(R"({"requested":{"cpu":"1000m","memory":"2147483648"},
-    "scoringRequested":{"cpu":"1000m","memory":"2147483648"},"pods":1})"))
+    "scoringRequested":{"cpu":"1000m","memory":"2147483648"},"pods":1,"states":{}})"))
       << f["usage"].dump();
+  EXPECT_EQ(f["policyState"], json::object());
   EXPECT_EQ(f["usage"]["n1"]["pods"], 0);
 
   const json& p = records[1];

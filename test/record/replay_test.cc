@@ -124,7 +124,9 @@ TEST_F(ReplayTest, TheSameConfigurationChangesNothing) {
   auto report = ReplayDirectory(dir_ + "/record", BuildProfiles(kConfig));
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_EQ(report->records, 4U);
-  EXPECT_EQ(report->replayed, 3U);
+  EXPECT_EQ(report->replayed, 4U);
+  EXPECT_EQ(report->preempt_nodes, 1U);
+  EXPECT_EQ(report->preempt_nodes_changed, 0U);
   EXPECT_EQ(report->changed, 0U) << FormatReplayText(*report, true);
   EXPECT_EQ(report->scores, 6U);
   EXPECT_EQ(report->scores_changed, 0U);
@@ -139,15 +141,20 @@ TEST_F(ReplayTest, TheSameConfigurationChangesNothing) {
 //   prioritize (packing, n1..n4): RequestedToCapacityRatio is now 100 - u:
 //     n1 25 + 75, n2 50 + 50, n3 50 + 50, n4 25 + 75 → all 100 / 20 = 5, so
 //     n1 and n4 go 3 → 5 and every node is now a top node.
+//   preempt (all, n2 with victim db-1): n2 is in zone b, which NodeLabel now
+//     rejects, and eviction cannot help a label: the node is dropped.
 TEST_F(ReplayTest, AChangedConfigurationShowsExactlyItsDifferences) {
   auto report = ReplayDirectory(dir_ + "/record", BuildProfiles(kChanged));
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   const ReplayReport& r = *report;
   EXPECT_EQ(r.records, 4U);
-  EXPECT_EQ(r.replayed, 3U);
-  EXPECT_EQ(r.skipped, (std::map<std::string, size_t>{{"preempt is not replayed", 1}}));
-  EXPECT_EQ(r.by_verb, (std::map<std::string, size_t>{{"filter", 1}, {"prioritize", 2}}));
-  EXPECT_EQ(r.changed, 2U);
+  EXPECT_EQ(r.replayed, 4U);
+  EXPECT_TRUE(r.skipped.empty());
+  EXPECT_EQ(r.by_verb,
+            (std::map<std::string, size_t>{{"filter", 1}, {"preempt", 1}, {"prioritize", 2}}));
+  EXPECT_EQ(r.changed, 3U);
+  EXPECT_EQ(r.preempt, 1U);
+  EXPECT_EQ(r.preempt_nodes_changed, 1U);
   EXPECT_EQ(r.decisions_changed, 2U);
   EXPECT_EQ(r.newly_rejected, 1U);
   EXPECT_EQ(r.newly_rejected_by, (std::map<std::string, size_t>{{"NodeLabel", 1}}));
@@ -169,10 +176,13 @@ TEST_F(ReplayTest, AChangedConfigurationShowsExactlyItsDifferences) {
   EXPECT_FALSE(r.requests[1].changed);
   EXPECT_EQ(r.requests[2].diff, (std::vector<std::string>{"top node: n2,n3 -> n1,n2,n3,n4",
                                                           "n1: score 3 -> 5", "n4: score 3 -> 5"}));
-  EXPECT_FALSE(r.requests[3].replayed);
+  EXPECT_EQ(r.requests[3].diff, (std::vector<std::string>{"n2: victims uid-db-1 -> dropped"}));
 
   const std::string text = FormatReplayText(r, /*diff=*/true);
-  EXPECT_NE(text.find("changed requests: 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("changed requests: 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("preempt: victims changed on 1 of 1 candidate node(s) in 1 request(s)\n"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("  newly rejected: 1 (by NodeLabel 1)\n"), std::string::npos) << text;
   EXPECT_NE(text.find("  newly accepted: 1 (were \"node(s) had untolerated taint\" 1)\n"),
             std::string::npos)
@@ -239,7 +249,7 @@ TEST_F(ReplayTest, TheSubcommands) {
             std::string::npos)
       << out;
   EXPECT_EQ(RunSchedext("replay --config " + dir_ + "/new.yaml --output json " + dir_ + "/record", out), 0);
-  EXPECT_EQ(json::parse(out)["changed"], 2) << out;
+  EXPECT_EQ(json::parse(out)["changed"], 3) << out;
   EXPECT_EQ(RunSchedext("replay " + dir_ + "/record", out), 2);
 
   // explain offline: the nodes and pods as kubectl prints them.

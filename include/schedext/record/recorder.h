@@ -6,7 +6,11 @@
 // profile, HTTP status, latency, the request and reply bodies, and for the
 // filter and prioritize verbs what the cluster cache lent the request: in
 // node-cache mode the node objects it resolved the names to, and in both modes
-// the usage it counted on each node. A record replays without the cluster.
+// the usage it counted on each node, with the stateful policies' per-node
+// state (GpuShare's devices), and what the profile's stateful policies saw of
+// their own sources (NodeLoad's samples and recent binds); for preempt the
+// candidate nodes and the victims the cache resolved. A record replays
+// without the cluster.
 //
 // The request thread only samples and enqueues: Sample() is a relaxed atomic
 // counter and checks of the body sizes against maxBytes and of the queue's
@@ -41,7 +45,14 @@
 
 #include "schedext/config/config.h"
 #include "schedext/model/node_info.h"
+#include "schedext/model/pod_info.h"
+#include "schedext/policy/node_accounting.h"
 #include "schedext/status.h"
+
+namespace schedext::policy {
+class CapturedState;   // recorded_state.h
+class NodeStateCodec;  // recorded_state.h
+}  // namespace schedext::policy
 
 namespace schedext::record {
 
@@ -55,6 +66,10 @@ struct RecorderOptions {
   // fill the queue).
   std::function<std::chrono::system_clock::time_point()> now;
   std::function<void()> before_write;
+  // The cache's accountings, by slot (PolicyHost::accountings()): the node
+  // states of those that implement policy::NodeStateCodec are recorded with
+  // each node's usage.
+  std::vector<std::shared_ptr<const policy::NodeAccounting>> accountings;
 };
 
 // One exchange, as the service hands it over.
@@ -73,6 +88,12 @@ struct Exchange {
   // Full-node mode: per request node, the usage the cache counted on it
   // (nullptr: no cache). In node-cache mode each node's own usage is used.
   std::vector<const model::NodeUsage*> usage;
+  // preempt, node-cache mode: the victims the cache resolved (MetaVictims
+  // name UIDs only), pointing into the snapshot.
+  std::vector<const model::PodInfo*> victims;
+  // What each of the profile's policy::RequestStateRecorder policies saw,
+  // by policy name (NodeLoad's samples and recent binds).
+  std::vector<std::pair<std::string, std::shared_ptr<const policy::CapturedState>>> policy_states;
 };
 
 struct RecorderStats {
@@ -112,6 +133,8 @@ class Recorder {
 
  private:
   explicit Recorder(RecorderOptions options);
+  // Node-state codecs by slot (null: not recorded), from options_.accountings.
+  std::vector<const policy::NodeStateCodec*> codecs_;
   void Run();
   void Write(const Exchange& exchange);
   Status OpenNextFile();

@@ -1,15 +1,20 @@
 // Replay: runs recorded requests (record_file.h) through a configuration's
 // profiles and reports what would change.
 //
-// Each filter or prioritize record is decoded again, its nodes are the ones
-// recorded (full mode: from the request, node-cache mode: the recorded node
-// objects; unknown names stay unknown) with the recorded usage, and the
-// profile of the same name decides with the verbs' own loops
-// (Profile::RunFilters, RunScorers). The new decisions are compared with the
-// recorded reply node by node; a node whose verdict changed is attributed to
-// the policy that now rejects it (Profile::Explain). preempt and bind records
-// are counted but not replayed (their outcome depends on cluster state that is
-// not recorded: victims' pods, the API server).
+// Each filter, prioritize and preempt record is decoded again, its nodes are
+// the ones recorded (full mode: from the request, node-cache mode and preempt:
+// the recorded node objects; unknown names stay unknown) with the recorded
+// usage, and the profile of the same name decides with the verbs' own loops
+// (Profile::RunFilters, RunScorers, RunPreempt). Stateful policies see what
+// the live request saw: each recorded node state is decoded by the new
+// configuration's accounting of the same name into its slot, and each
+// recorded policy state is restored into the request's RequestState
+// (policy/recorded_state.h). Records without state (written before it was
+// recorded) replay against empty state and are counted (without_state).
+// filter: a node whose verdict changed is attributed to the policy that now
+// rejects it first; prioritize: scores and top nodes; preempt: the victims
+// kept per candidate node, or that it is dropped now. bind records are counted
+// but not replayed: bind has side effects (pod annotations, a Binding).
 //
 // Thread-safety: pure functions over their arguments.
 #ifndef SCHEDEXT_RECORD_REPLAY_H_
@@ -18,6 +23,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,6 +41,7 @@ struct RequestReplay {
   bool replayed = false;
   std::string skipped;  // why not, when !replayed
   bool changed = false;
+  bool state_recorded = false;  // the record carries the policies' state
   // The differences, one line each ("n1: pass -> unresolvable (NodeLabel: ...)").
   std::vector<std::string> diff;
   int64_t recorded_micros = 0;
@@ -61,13 +68,22 @@ struct ReplayReport {
   size_t scores_changed = 0;
   int64_t max_shift = 0;
   int64_t total_shift = 0;              // Σ |shift|
+  size_t preempt = 0;                   // preempt requests replayed
+  size_t preempt_nodes = 0;             // candidate nodes compared
+  size_t preempt_nodes_changed = 0;     // ... whose victims changed, or dropped / kept now
+  size_t without_state = 0;             // replayed records that carry no policy state
+  std::vector<std::string> state_errors;  // "<where>: <why>" for states that do not decode
   std::vector<RequestReplay> requests;  // every record, in file order
 };
 
-// Replays every record of the recording files in `dir` through `profiles`.
-// Fails only when `dir` cannot be read; bad lines are counted (unreadable).
+// Replays every record of the recording files in `dir` through `profiles`,
+// whose policies registered `accountings` (by slot: PolicyHost::accountings()
+// of the host the profiles were built with; empty: recorded node states are
+// not restored). Fails only when `dir` cannot be read; bad lines are counted
+// (unreadable).
 StatusOr<ReplayReport> ReplayDirectory(
-    const std::string& dir, const std::vector<std::shared_ptr<const pipeline::Profile>>& profiles);
+    const std::string& dir, const std::vector<std::shared_ptr<const pipeline::Profile>>& profiles,
+    std::span<const std::shared_ptr<const policy::NodeAccounting>> accountings = {});
 
 // The report for people; with `diff`, each changed request's differences.
 std::string FormatReplayText(const ReplayReport& report, bool diff);

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
@@ -94,6 +96,54 @@ std::shared_ptr<const model::NodeState> GpuAccounting::Refresh(
     return nullptr;
   }
   return next;
+}
+
+std::string GpuAccounting::EncodeState(const model::NodeState& state) const {
+  const GpuUsage& gpu = static_cast<const GpuNodeState&>(state).gpu;
+  return nlohmann::json{{"used", gpu.used},
+                        {"pods", gpu.pods},
+                        {"unassigned", gpu.unassigned},
+                        {"unhealthy", gpu.unhealthy}}
+      .dump();
+}
+
+StatusOr<std::shared_ptr<const model::NodeState>> GpuAccounting::DecodeState(
+    std::string_view json) const {
+  const nlohmann::json doc = nlohmann::json::parse(json, nullptr, false);
+  auto invalid = [](std::string_view what) {
+    return InvalidArgumentError("GpuShare state: " + std::string(what));
+  };
+  if (!doc.is_object() || !doc.contains("used") || !doc["used"].is_array() ||
+      !doc.contains("pods") || !doc["pods"].is_array() ||
+      doc["used"].size() != doc["pods"].size()) {
+    return invalid("expected used and pods, two arrays of one length");
+  }
+  if (doc["used"].size() > static_cast<size_t>(kMaxGpuDevices)) {
+    return invalid("more devices than " + std::to_string(kMaxGpuDevices));
+  }
+  auto next = std::make_shared<GpuNodeState>();
+  GpuUsage& gpu = next->gpu;
+  for (size_t i = 0; i < doc["used"].size(); ++i) {
+    const nlohmann::json& used = doc["used"][i];
+    const nlohmann::json& pods = doc["pods"][i];
+    if (!used.is_number_integer() || !pods.is_number_integer() ||
+        pods.get<int64_t>() < std::numeric_limits<int32_t>::min() ||
+        pods.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+      return invalid("used and pods: expected integers");
+    }
+    gpu.used.push_back(used.get<int64_t>());
+    gpu.pods.push_back(static_cast<int32_t>(pods.get<int64_t>()));
+  }
+  if (!doc.contains("unassigned") || !doc["unassigned"].is_number_integer() ||
+      !doc.contains("unhealthy") || !doc["unhealthy"].is_number_unsigned()) {
+    return invalid("expected unassigned (an integer) and unhealthy (a device mask)");
+  }
+  gpu.unassigned = doc["unassigned"].get<int64_t>();
+  gpu.unhealthy = doc["unhealthy"].get<uint64_t>();
+  if (IsEmpty(gpu)) {
+    return std::shared_ptr<const model::NodeState>();
+  }
+  return std::shared_ptr<const model::NodeState>(std::move(next));
 }
 
 uint64_t GpuAccounting::UnhealthyMask(std::string_view node) const {

@@ -16,6 +16,10 @@
 // not known yet gets it when it appears; a deleted ConfigMap clears it);
 // every other ConfigMap is ignored.
 //
+// Recorded (NodeStateCodec, as "GpuShare"): a node's GpuUsage as
+// {"used": [6, 3], "pods": [1, 1], "unassigned": 0, "unhealthy": 2}, so that
+// replay places requests on the devices as the live request did.
+//
 // Thread-safety: the cache calls every hook under its mutex, one at a time
 // (policy/node_accounting.h); `unhealthy_` is touched only there. Request
 // threads read only the published GpuNodeStates.
@@ -34,6 +38,7 @@
 #include "schedext/model/node_info.h"
 #include "schedext/model/node_state.h"
 #include "schedext/policy/node_accounting.h"
+#include "schedext/policy/recorded_state.h"
 
 namespace schedext::policy::gpushare {
 
@@ -55,7 +60,7 @@ inline const GpuUsage* UsageOf(const model::NodeInfo& node, NodeStateSlot slot,
   return state != nullptr ? &state->gpu : &empty;
 }
 
-class GpuAccounting final : public NodeAccounting, public WatchHandler {
+class GpuAccounting final : public NodeAccounting, public WatchHandler, public NodeStateCodec {
  public:
   explicit GpuAccounting(GpuShareConvention convention) : convention_(std::move(convention)) {}
 
@@ -69,6 +74,12 @@ class GpuAccounting final : public NodeAccounting, public WatchHandler {
                                                  int sign) const override;
   std::shared_ptr<const model::NodeState> Refresh(
       std::string_view node, std::shared_ptr<const model::NodeState> state) const override;
+
+  // NodeStateCodec
+  std::string_view StateName() const override { return "GpuShare"; }
+  std::string EncodeState(const model::NodeState& state) const override;
+  StatusOr<std::shared_ptr<const model::NodeState>> DecodeState(
+      std::string_view json) const override;
 
   // WatchHandler
   void OnReplace(std::span<const model::OwnedConfigMap* const> objects,

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -14,6 +15,7 @@
 #include "policy/args.h"
 #include "policy/builtin/nodeload/formulas.h"
 #include "schedext/model/resources.h"
+#include "schedext/policy/recorded_state.h"
 
 namespace schedext::policy {
 namespace nodeload {
@@ -121,6 +123,10 @@ double CpuCapacity(const model::NodeInfo& node) {
 struct NodeLoadState final : StateData {
   // Null when there is no snapshot or it is older than maxAge: neutral.
   std::shared_ptr<const LoadSnapshot> snapshot;
+  // The sources as the request read them (a recording keeps them: a stale
+  // snapshot too, which a larger maxAge would use).
+  std::shared_ptr<const LoadSnapshot> seen;
+  Clock::time_point now;
   std::shared_ptr<const BindLedger::View> binds;
   Clock::time_point binds_since;  // binds after this count
   int64_t pod_cpu_millis = 0;     // the pod's own estimate (mode-dependent)
@@ -128,7 +134,146 @@ struct NodeLoadState final : StateData {
   int64_t pod_memory_request = 0;
 };
 
-class NodeLoad final : public Policy, public FilterHook, public ScoreHook {
+// Sources a replay restored (RequestStateRecorder::Restore), read by Prepare
+// instead of the live ones.
+struct RestoredSources final : StateData {
+  std::shared_ptr<const LoadSnapshot> snapshot;  // null: there was none
+  std::shared_ptr<const BindLedger::View> binds;
+  Clock::time_point now;
+};
+
+// NaN (no series) is null in a record.
+nlohmann::json Number(double value) {
+  return std::isnan(value) ? nlohmann::json(nullptr) : nlohmann::json(value);
+}
+
+// What a request saw, as RequestStateRecorder::Capture keeps it. Times are
+// recorded relative to the request's `now`, in nanoseconds of the steady
+// clock, so that replay compares ages exactly as the request did:
+//   {"sampleAgeNanos": 1500000000 | null (no snapshot),
+//    "nodes": {"n1": {"cpu": 10, "cpuStddev": null, "memory": 25,
+//                     "memoryStddev": null}},
+//    "binds": [{"node": "n2", "cpuMillis": 1500, "memoryBytes": 0,
+//               "boundNanosAgo": 2000000000}]}
+// limited to the request's nodes.
+class CapturedLoad final : public CapturedState {
+ public:
+  CapturedLoad(std::shared_ptr<const LoadSnapshot> snapshot,
+               std::shared_ptr<const BindLedger::View> binds, Clock::time_point now)
+      : snapshot_(std::move(snapshot)), binds_(std::move(binds)), now_(now) {}
+
+  std::string Encode(std::span<const std::string_view> nodes) const override {
+    nlohmann::json doc;
+    doc["sampleAgeNanos"] = nullptr;
+    nlohmann::json samples = nlohmann::json::object();
+    if (snapshot_ != nullptr) {
+      doc["sampleAgeNanos"] =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(now_ - snapshot_->taken()).count();
+      for (std::string_view node : nodes) {
+        if (const NodeLoadSample* s = snapshot_->Find(node)) {
+          samples[std::string(node)] = {{"cpu", Number(s->cpu)},
+                                        {"cpuStddev", Number(s->cpu_stddev)},
+                                        {"memory", Number(s->memory)},
+                                        {"memoryStddev", Number(s->memory_stddev)}};
+        }
+      }
+    }
+    doc["nodes"] = std::move(samples);
+    nlohmann::json binds = nlohmann::json::array();
+    if (binds_ != nullptr) {
+      binds_->ForEach([&](const BindLedger::Entry& e) {
+        if (std::find(nodes.begin(), nodes.end(), e.node) == nodes.end()) {
+          return;
+        }
+        binds.push_back(
+            {{"node", e.node},
+             {"cpuMillis", e.cpu_millis},
+             {"memoryBytes", e.memory_bytes},
+             {"boundNanosAgo",
+              std::chrono::duration_cast<std::chrono::nanoseconds>(now_ - e.bound).count()}});
+      });
+    }
+    doc["binds"] = std::move(binds);
+    return doc.dump();
+  }
+
+ private:
+  const std::shared_ptr<const LoadSnapshot> snapshot_;
+  const std::shared_ptr<const BindLedger::View> binds_;
+  const Clock::time_point now_;
+};
+
+// A sample value of a record: a number, or null for none.
+bool ReadSample(const nlohmann::json& doc, const char* key, double& out) {
+  if (!doc.contains(key) || doc[key].is_null()) {
+    out = kNoData;
+    return true;
+  }
+  if (!doc[key].is_number()) {
+    return false;
+  }
+  out = doc[key].get<double>();
+  return true;
+}
+
+StatusOr<std::unique_ptr<RestoredSources>> DecodeCapturedLoad(std::string_view text) {
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  auto invalid = [](std::string_view what) {
+    return InvalidArgumentError("NodeLoad state: " + std::string(what));
+  };
+  if (!doc.is_object() || !doc.contains("nodes") || !doc["nodes"].is_object() ||
+      !doc.contains("binds") || !doc["binds"].is_array() || !doc.contains("sampleAgeNanos")) {
+    return invalid("expected sampleAgeNanos, nodes and binds");
+  }
+  // Any fixed instant serves as the request's `now`: only differences count.
+  auto restored = std::make_unique<RestoredSources>();
+  restored->now = Clock::time_point() + std::chrono::hours(24 * 365);
+  if (!doc["sampleAgeNanos"].is_null()) {
+    if (!doc["sampleAgeNanos"].is_number_integer()) {
+      return invalid("sampleAgeNanos: expected an integer or null");
+    }
+    std::vector<std::pair<std::string, NodeLoadSample>> nodes;
+    for (const auto& [name, sample] : doc["nodes"].items()) {
+      NodeLoadSample s;
+      if (!sample.is_object() || !ReadSample(sample, "cpu", s.cpu) ||
+          !ReadSample(sample, "cpuStddev", s.cpu_stddev) ||
+          !ReadSample(sample, "memory", s.memory) ||
+          !ReadSample(sample, "memoryStddev", s.memory_stddev)) {
+        return invalid("nodes." + name + ": expected numbers or null");
+      }
+      nodes.emplace_back(name, s);
+    }
+    restored->snapshot = std::make_shared<const LoadSnapshot>(
+        std::move(nodes),
+        restored->now - std::chrono::nanoseconds(doc["sampleAgeNanos"].get<int64_t>()));
+  }
+  std::vector<BindLedger::Entry> entries;
+  for (const nlohmann::json& b : doc["binds"]) {
+    if (!b.is_object() || !b.contains("node") || !b["node"].is_string() ||
+        !b.contains("cpuMillis") || !b["cpuMillis"].is_number_integer() ||
+        !b.contains("memoryBytes") || !b["memoryBytes"].is_number_integer() ||
+        !b.contains("boundNanosAgo") || !b["boundNanosAgo"].is_number_integer()) {
+      return invalid("binds: expected node, cpuMillis, memoryBytes, boundNanosAgo");
+    }
+    BindLedger::Entry e;
+    e.node = b["node"].get<std::string>();
+    e.cpu_millis = b["cpuMillis"].get<int64_t>();
+    e.memory_bytes = b["memoryBytes"].get<int64_t>();
+    e.bound = restored->now - std::chrono::nanoseconds(b["boundNanosAgo"].get<int64_t>());
+    entries.push_back(std::move(e));
+  }
+  // The view's order (node, then bind time) is what SumSince searches.
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
+    return a.node != b.node ? a.node < b.node : a.bound < b.bound;
+  });
+  restored->binds = std::make_shared<const BindLedger::View>(std::move(entries));
+  return restored;
+}
+
+class NodeLoad final : public Policy,
+                       public FilterHook,
+                       public ScoreHook,
+                       public RequestStateRecorder {
  public:
   NodeLoad(NodeLoadSpec spec, LoadSources sources, std::shared_ptr<BindLedger> ledger,
            std::shared_ptr<void> keep_alive)
@@ -150,7 +295,7 @@ class NodeLoad final : public Policy, public FilterHook, public ScoreHook {
 
   // FilterHook
   Status PreFilter(RequestState& state, const model::PodInfo& pod) const override {
-    state.Set(this, Prepare(pod));
+    state.Set(this, Prepare(state, pod));
     return OkStatus();
   }
   Verdict Filter(const RequestState& state, const model::PodInfo& /*pod*/,
@@ -188,7 +333,7 @@ class NodeLoad final : public Policy, public FilterHook, public ScoreHook {
   // ScoreHook
   Status PreScore(RequestState& state, const model::PodInfo& pod,
                   NodeSpan /*nodes*/) const override {
-    state.Set(this, Prepare(pod));
+    state.Set(this, Prepare(state, pod));
     return OkStatus();
   }
   int64_t Score(const RequestState& state, const model::PodInfo& /*pod*/,
@@ -255,15 +400,33 @@ class NodeLoad final : public Policy, public FilterHook, public ScoreHook {
     }
   }
 
- private:
-  std::unique_ptr<NodeLoadState> Prepare(const model::PodInfo& pod) const {
-    auto state = std::make_unique<NodeLoadState>();
-    std::shared_ptr<const LoadSnapshot> snapshot = sources_.snapshot();
-    if (snapshot != nullptr && sources_.now() - snapshot->taken() <= spec_.max_age) {
-      state->binds_since = snapshot->taken() - spec_.bind_settle;
-      state->snapshot = std::move(snapshot);
+  // RequestStateRecorder
+  std::shared_ptr<const CapturedState> Capture(const RequestState& state) const override {
+    if (const NodeLoadState* s = state.GetAs<NodeLoadState>(this)) {
+      return std::make_shared<CapturedLoad>(s->seen, s->binds, s->now);
     }
-    state->binds = ledger_->Current();
+    // The verb did not run this policy's hooks (no hot filter at filter):
+    // its sources now, for a replay whose configuration does.
+    return std::make_shared<CapturedLoad>(sources_.snapshot(), ledger_->Current(), sources_.now());
+  }
+  Status Restore(std::string_view json, RequestState& state) const override {
+    SCHEDEXT_ASSIGN_OR_RETURN(std::unique_ptr<RestoredSources> restored, DecodeCapturedLoad(json));
+    state.Set(&restore_key_, std::move(restored));
+    return OkStatus();
+  }
+
+ private:
+  std::unique_ptr<NodeLoadState> Prepare(const RequestState& request,
+                                         const model::PodInfo& pod) const {
+    auto state = std::make_unique<NodeLoadState>();
+    const RestoredSources* restored = request.GetAs<RestoredSources>(&restore_key_);
+    state->seen = restored != nullptr ? restored->snapshot : sources_.snapshot();
+    state->now = restored != nullptr ? restored->now : sources_.now();
+    state->binds = restored != nullptr ? restored->binds : ledger_->Current();
+    if (state->seen != nullptr && state->now - state->seen->taken() <= spec_.max_age) {
+      state->binds_since = state->seen->taken() - spec_.bind_settle;
+      state->snapshot = state->seen;
+    }
     int64_t memory = 0;
     PodEstimate(spec_, pod, state->pod_cpu_millis, memory);
     state->pod_cpu_request = pod.requests.milli_cpu;
@@ -277,6 +440,9 @@ class NodeLoad final : public Policy, public FilterHook, public ScoreHook {
   const std::shared_ptr<void> keep_alive_;
   const std::string reason_cpu_;
   const std::string reason_memory_;
+  // Where Restore keeps the recorded sources in a RequestState (`this` is
+  // the key of the per-request NodeLoadState).
+  const char restore_key_ = 0;
 };
 
 }  // namespace

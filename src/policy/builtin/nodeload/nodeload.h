@@ -11,6 +11,11 @@
 // requests until a sample taken bindSettleSeconds after the bind can show them
 // (bind_ledger.h).
 //
+// Recorded (RequestStateRecorder, policy/recorded_state.h): a sampled
+// request's record keeps the snapshot and the ledger as the request read them
+// (its nodes' samples, the sample's age, the binds on its nodes and their
+// ages), so that `schedext replay` scores against them instead of polling.
+//
 // args (JSON object; unknown keys are errors; docs/nodeload.md has examples):
 //   mode:        "TargetLoadPacking" (default) | "LoadVariationRiskBalancing"
 //   prometheus:  {url (required), bearerTokenFile, caFile, timeoutSeconds (5)}
