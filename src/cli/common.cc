@@ -1,7 +1,5 @@
 // Helpers shared by the offline subcommands (cli.h).
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,19 +31,6 @@ StatusOr<LoadedConfig> LoadProfiles(const std::string& path) {
   }
   loaded.config = std::move(config);
   return loaded;
-}
-
-StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return NotFoundError(path + ": cannot open");
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    return InvalidArgumentError(path + ": read failed");
-  }
-  return text.str();
 }
 
 namespace {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/file.h"
 #include "schedext/cli/commands.h"
 #include "schedext/explain/explain.h"
 #include "schedext/server/service.h"
@@ -22,6 +23,10 @@
 
 namespace schedext::cli {
 namespace {
+
+// The listener's default body limit: a request it would take, and a node or
+// pod list of the same order (15,000 full nodes are ~180 MB).
+constexpr size_t kMaxInputBytes = size_t{512} << 20;
 
 constexpr std::string_view kExplainUsage =
     R"(Usage: schedext explain --config FILE [--profile NAME] [--nodes NODES.json]
@@ -123,7 +128,7 @@ int ExplainCommand(const std::vector<std::string>& args, std::ostream& out, std:
     err << "schedext explain: " << loaded.status().message() << "\n";
     return 1;
   }
-  auto request = ReadWholeFile(flags.request);
+  auto request = ReadFile(flags.request, "read request", kMaxInputBytes);
   if (!request.ok()) {
     err << "schedext explain: " << request.status().message() << "\n";
     return 1;
@@ -134,7 +139,7 @@ int ExplainCommand(const std::vector<std::string>& args, std::ostream& out, std:
     if (path->empty()) {
       continue;
     }
-    auto read = ReadWholeFile(*path);
+    auto read = ReadFile(*path, "read", kMaxInputBytes);
     if (!read.ok()) {
       err << "schedext explain: " << read.status().message() << "\n";
       return 1;

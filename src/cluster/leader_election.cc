@@ -7,11 +7,12 @@
 
 #include <cstdio>
 #include <exception>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <utility>
 
 #include "cluster/api_reply.h"
+#include "common/file.h"
+#include "common/text.h"
 
 namespace schedext::cluster {
 namespace {
@@ -109,17 +110,9 @@ std::string DefaultLeaseNamespace(const char* pod_namespace_env,
   if (pod_namespace_env != nullptr && *pod_namespace_env != '\0') {
     return pod_namespace_env;
   }
-  std::ifstream in(service_account_namespace_file);
-  std::string line;
-  if (in && std::getline(in, line)) {
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) {
-      line.pop_back();
-    }
-    if (!line.empty()) {
-      return line;
-    }
-  }
-  return "default";
+  const StatusOr<std::string> text = ReadFile(service_account_namespace_file);
+  const std::string_view name = text.ok() ? TrimSpace(*text) : std::string_view();
+  return name.empty() ? "default" : std::string(name);
 }
 
 std::string DefaultLeaderIdentity() {

@@ -5,13 +5,8 @@
 // checked as it is read; the first error wins.
 #include "schedext/config/config.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <array>
-#include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <limits>
 #include <optional>
 #include <span>
@@ -22,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/file.h"
 #include "common/host_port.h"
 #include "common/text.h"
 #include "config/yaml_reader.h"
@@ -594,35 +590,7 @@ StatusOr<Config> LoadConfigText(std::string_view yaml, std::string_view source) 
 }
 
 StatusOr<Config> LoadConfigFile(const std::string& path) {
-  auto read_error = [&path](int err) {
-    std::string message = "read config " + Quote(path) + ": " + std::strerror(err);
-    if (err == ENOENT || err == ENOTDIR) {
-      return NotFoundError(std::move(message));
-    }
-    return FailedPreconditionError(std::move(message));
-  };
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return read_error(errno);
-  }
-  std::string text;
-  char buf[16384];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      int err = errno;
-      ::close(fd);
-      return read_error(err);
-    }
-    if (n == 0) {
-      break;
-    }
-    text.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
+  SCHEDEXT_ASSIGN_OR_RETURN(const std::string text, ReadFile(path, "read config"));
   return LoadConfigText(text, path);
 }
 

@@ -14,14 +14,14 @@
 #include <sys/stat.h>
 
 #include <boost/system/system_error.hpp>
-#include <cerrno>
-#include <cstring>
 #include <ctime>
-#include <fstream>
 #include <iterator>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "common/file.h"
+#include "common/text.h"
 
 namespace schedext::server {
 namespace {
@@ -76,30 +76,13 @@ Status OpenSslFailure(std::string what) {
   return InvalidArgumentError(std::move(what));
 }
 
-// "server.tls.certFile /etc/tls/tls.crt".
+// `server.tls.certFile "/etc/tls/tls.crt"`, as ReadFile names a file.
 std::string Describe(std::string_view key, const std::string& path) {
-  std::string out = "server.tls.";
-  out.append(key).append(" ").append(path);
-  return out;
+  return "server.tls." + std::string(key) + " " + Quote(path);
 }
 
 StatusOr<std::string> ReadPemFile(std::string_view key, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return InvalidArgumentError(Describe(key, path) + ": cannot open: " + std::strerror(errno));
-  }
-  std::string data;
-  char chunk[16384];
-  while (in.read(chunk, sizeof(chunk)) || in.gcount() > 0) {
-    data.append(chunk, static_cast<size_t>(in.gcount()));
-    if (data.size() > kMaxPemBytes) {
-      return InvalidArgumentError(Describe(key, path) + ": larger than 4 MiB, not a PEM file");
-    }
-  }
-  if (in.bad()) {
-    return InvalidArgumentError(Describe(key, path) + ": read failed");
-  }
-  return data;
+  return ReadFile(path, "server.tls." + std::string(key), kMaxPemBytes);
 }
 
 // Every certificate in a PEM text, in order; an error when there is none or one is

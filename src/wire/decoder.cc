@@ -120,7 +120,7 @@ struct RequestDecoder::Impl : internal::FieldDecoder {
             }
             model::PodInfo& pod = entry.pods[pod_count];
             ++pod_count;
-            od::json_type type = od::json_type::null;
+            od::json_type type{};
             if (!ReadType(element, type)) {
               return false;
             }

@@ -179,7 +179,7 @@ bool FieldDecoder::ReadKey(od::field& field, std::string_view& key) {
 }
 
 bool FieldDecoder::IsNull(od::value& v, bool& is_null) {
-  od::json_type type = od::json_type::null;
+  od::json_type type{};
   if (!ReadType(v, type)) {
     return false;
   }
@@ -203,7 +203,7 @@ bool StringOfType(FieldDecoder& d, od::value& v, od::json_type type, std::string
 }  // namespace
 
 bool FieldDecoder::ReadString(od::value& v, std::string_view& out) {
-  od::json_type type = od::json_type::null;
+  od::json_type type{};
   if (!ReadType(v, type)) {
     return false;
   }
@@ -211,12 +211,12 @@ bool FieldDecoder::ReadString(od::value& v, std::string_view& out) {
 }
 
 bool FieldDecoder::ReadRequiredString(od::value& v, std::string_view& out) {
-  od::json_type type = od::json_type::null;
+  od::json_type type{};
   return ReadType(v, type) && StringOfType(*this, v, type, out);
 }
 
 bool FieldDecoder::ReadBool(od::value& v, bool& out) {
-  od::json_type type = od::json_type::null;
+  od::json_type type{};
   if (!ReadType(v, type)) {
     return false;
   }
@@ -233,7 +233,7 @@ bool FieldDecoder::ReadBool(od::value& v, bool& out) {
 }
 
 bool FieldDecoder::ReadInt64(od::value& v, int64_t& out) {
-  od::json_type type = od::json_type::null;
+  od::json_type type{};
   if (!ReadType(v, type)) {
     return false;
   }
@@ -274,7 +274,7 @@ bool FieldDecoder::ReadInt32(od::value& v, int32_t& out) {
 }
 
 bool FieldDecoder::ReadQuantity(std::string_view name, od::value& v, int64_t& amount) {
-  od::json_type type = od::json_type::null;
+  od::json_type type{};
   if (!ReadType(v, type)) {
     return false;
   }
@@ -454,7 +454,7 @@ bool FieldDecoder::BeginDocument(od::parser& parser, const char* data, size_t si
   if (auto code = parser.iterate(data, size, capacity).get(doc)) {
     return Fail(code);
   }
-  od::json_type type = od::json_type::null;
+  od::json_type type{};
   if (auto code = doc.type().get(type)) {
     return Fail(code);
   }

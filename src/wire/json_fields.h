@@ -125,7 +125,7 @@ class FieldDecoder {
   // The same for a value that must be an object or null (null: no call).
   template <typename Fn>
   bool ForEachField(od::value& v, Fn&& fn) {
-    od::json_type type = od::json_type::null;
+    od::json_type type{};
     if (!ReadType(v, type)) {
       return false;
     }
@@ -145,7 +145,7 @@ class FieldDecoder {
   // Calls fn(index, element) for every element of the array `v` (null: no call).
   template <typename Fn>
   bool ForEachElement(od::value& v, Fn&& fn) {
-    od::json_type type = od::json_type::null;
+    od::json_type type{};
     if (!ReadType(v, type)) {
       return false;
     }

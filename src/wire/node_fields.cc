@@ -14,7 +14,7 @@
 namespace schedext::wire::internal {
 
 bool FieldDecoder::DecodeNode(od::value& v, model::NodeInfo& node, ObjectMeta* meta) {
-  od::json_type type = od::json_type::null;
+  od::json_type type{};
   if (!ReadType(v, type)) {
     return false;
   }

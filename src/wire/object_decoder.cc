@@ -95,7 +95,7 @@ struct ObjectDecoder::Impl : internal::FieldDecoder {
     pod.info.Clear();
     pod.resource_version = {};
     pod.deleting = false;
-    od::json_type type = od::json_type::null;
+    od::json_type type{};
     if (!ReadType(v, type)) {
       return false;
     }
@@ -122,7 +122,7 @@ struct ObjectDecoder::Impl : internal::FieldDecoder {
   // One config map into `config_map`: metadata identity and .data only.
   bool DecodeConfigMapObject(od::value& v) {
     ResetConfigMap();
-    od::json_type type = od::json_type::null;
+    od::json_type type{};
     if (!ReadType(v, type)) {
       return false;
     }

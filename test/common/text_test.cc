@@ -82,11 +82,27 @@ TEST_F(ReadFileTest, MissingFileAndDirectoryAreErrorsNamingThePath) {
   StatusOr<std::string> got = ReadFile(missing, "CA");
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(got.status().message(), "CA \"" + missing + "\": cannot open the file");
+  EXPECT_EQ(got.status().message(), "CA \"" + missing + "\": No such file or directory");
   StatusOr<std::string> dir = ReadFile(dir_.string());
   ASSERT_FALSE(dir.ok());
   EXPECT_EQ(dir.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(dir.status().message(), "read \"" + dir_.string() + "\": is a directory");
+  EXPECT_EQ(dir.status().message(), "read \"" + dir_.string() + "\": Is a directory");
+}
+
+TEST_F(ReadFileTest, StopsReadingPastTheBound) {
+  const std::string path = (dir_ / "big").string();
+  std::ofstream(path, std::ios::binary) << std::string(100, 'x');
+  StatusOr<std::string> exact = ReadFile(path, "config", 100);
+  ASSERT_TRUE(exact.ok()) << exact.status().ToString();
+  EXPECT_EQ(exact->size(), 100u);
+  StatusOr<std::string> over = ReadFile(path, "config", 99);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(over.status().message(), "config \"" + path + "\": larger than 99 bytes");
+  // A file without an end (a key pointed at a device) ends at the bound too.
+  StatusOr<std::string> endless = ReadFile("/dev/zero", "token file", 1 << 20);
+  ASSERT_FALSE(endless.ok());
+  EXPECT_EQ(endless.status().message(), "token file \"/dev/zero\": larger than 1048576 bytes");
 }
 
 }  // namespace

@@ -1035,6 +1035,100 @@ TEST(MonitoringDeployTest, ScrapesTheStatusPortAndAlertsOnSeriesSchedextExports)
                                            "SchedextCacheNotSynced"}));
 }
 
+// The words of the apt-get install lists in `text` from `from` up to the next
+// "FROM " line (a Dockerfile stage), without options and shell punctuation.
+std::set<std::string> AptPackagesOfStage(const std::string& text, const std::string& from) {
+  std::set<std::string> packages;
+  const size_t begin = text.find(from);
+  if (begin == std::string::npos) {
+    return packages;
+  }
+  const size_t end = text.find("\nFROM ", begin + from.size());
+  std::istringstream stage(text.substr(begin, end == std::string::npos ? end : end - begin));
+  bool installing = false;
+  for (std::string line; std::getline(stage, line);) {
+    if (line.find("apt-get install") != std::string::npos) {
+      installing = true;
+      line = line.substr(line.find("apt-get install") + 15);
+    } else if (line.find("&&") != std::string::npos || line.rfind("RUN", 0) == 0) {
+      installing = false;
+    }
+    if (!installing) {
+      continue;
+    }
+    std::istringstream words(line);
+    for (std::string word; words >> word;) {
+      if (word[0] != '-' && word != "\\") {
+        packages.insert(word);
+      }
+    }
+  }
+  return packages;
+}
+
+// The image builds with the packages the README's commands build with: a
+// listener moved to Boost.Beast once, and only the Dockerfile missed it.
+TEST(DockerfileTest, BuildStageInstallsEveryBuildPackageOfScriptsDev) {
+  const std::string dev = ReadFile(kSourceDir + "/scripts/dev");
+  const size_t begin = dev.find("build_packages=(");
+  ASSERT_NE(begin, std::string::npos);
+  std::istringstream list(dev.substr(begin + 16, dev.find(')', begin) - begin - 16));
+  const std::set<std::string> image =
+      AptPackagesOfStage(ReadFile(kSourceDir + "/deploy/Dockerfile"), "FROM debian:12 AS build");
+  ASSERT_FALSE(image.empty());
+  size_t checked = 0;
+  for (std::string package; list >> package; ++checked) {
+    EXPECT_TRUE(image.count(package) == 1) << "deploy/Dockerfile's build stage lacks " << package;
+  }
+  EXPECT_GT(checked, 5u);
+}
+
+// Every shared library the built binary loads comes from a package the
+// runtime stage installs (or that debian:12-slim has: libc, libgcc, libstdc++).
+TEST(DockerfileTest, RuntimeStageInstallsThePackageOfEveryLibrarySchedextLinks) {
+  const std::set<std::string> image =
+      AptPackagesOfStage(ReadFile(kSourceDir + "/deploy/Dockerfile"), "FROM debian:12-slim");
+  ASSERT_FALSE(image.empty());
+  const CommandOutput ldd = RunCommand("ldd " + ShellQuote(SCHEDEXT_BINARY));
+  ASSERT_EQ(ldd.exit_code, 0) << ldd.err;
+  const std::set<std::string> in_slim = {"libc6", "libgcc-s1", "libstdc++6"};
+  std::istringstream lines(ldd.out);
+  size_t checked = 0;
+  for (std::string line; std::getline(lines, line);) {
+    const size_t arrow = line.find("=> /");
+    if (arrow == std::string::npos) {
+      continue;
+    }
+    const std::string path = line.substr(arrow + 3, line.find(' ', arrow + 3) - arrow - 3);
+    // The sanitizer runtimes of the --asan build are not part of the image.
+    if (path.find("/libasan") != std::string::npos || path.find("/libubsan") != std::string::npos) {
+      continue;
+    }
+    // dpkg knows a file by the path its package ships, which merged /usr
+    // may have moved: try the link and its target, with and without /usr.
+    char real[4096];
+    ASSERT_NE(::realpath(path.c_str(), real), nullptr) << path;
+    std::vector<std::string> candidates = {path, real};
+    for (size_t i = 0, n = candidates.size(); i < n; ++i) {
+      const std::string& c = candidates[i];
+      candidates.push_back(c.rfind("/usr/", 0) == 0 ? c.substr(4) : "/usr" + c);
+    }
+    std::string package;
+    for (const std::string& candidate : candidates) {
+      const CommandOutput owner = RunCommand("dpkg -S " + ShellQuote(candidate));
+      if (owner.exit_code == 0) {
+        package = owner.out.substr(0, owner.out.find(':'));
+        break;
+      }
+    }
+    ASSERT_FALSE(package.empty()) << "no package owns " << path;
+    ++checked;
+    EXPECT_TRUE(image.count(package) == 1 || in_slim.count(package) == 1)
+        << "deploy/Dockerfile's runtime stage lacks " << package << " (" << path << ")";
+  }
+  EXPECT_GT(checked, 5u) << ldd.out;
+}
+
 TEST(SidecarDeployTest, SchedextOnLoopbackBesideTheSchedulerWithoutItsOwnElection) {
   const std::string dir = kSourceDir + "/deploy/sidecar";
   std::vector<YAML::Node> objects;

@@ -411,8 +411,8 @@ TEST_F(HttpsServerTest, BindFailsNamingTheFileWhenTheKeyDoesNotMatch) {
   ASSERT_TRUE(WritePemFile(dir_.File("tls.key"), client_.key_pem).ok());
   TlsTestServer server(tls_);
   ASSERT_FALSE(server.init().ok());
-  EXPECT_NE(server.init().message().find("server.tls.keyFile " + tls_.key_file +
-                                         " does not match"),
+  EXPECT_NE(server.init().message().find("server.tls.keyFile \"" + tls_.key_file +
+                                         "\" does not match"),
             std::string::npos)
       << server.init().ToString();
 }

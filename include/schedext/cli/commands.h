@@ -38,9 +38,6 @@ struct LoadedConfig {
 // Loads and builds a configuration file (as the server does at start-up).
 StatusOr<LoadedConfig> LoadProfiles(const std::string& path);
 
-// The whole file; kNotFound / kInvalidArgument naming it.
-StatusOr<std::string> ReadWholeFile(const std::string& path);
-
 // A synced cluster cache holding the nodes of `nodes_json` and the pods of
 // `pods_json` (each a v1 List, as `kubectl get nodes -o json` prints it, or a
 // JSON array of objects; empty text: none), fed through the informers'

@@ -9,14 +9,14 @@
 #include <arpa/inet.h>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <optional>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <system_error>
 #include <utility>
 
+#include "common/file.h"
 #include "common/host_port.h"
+#include "common/text.h"
 
 namespace schedext::policy::nodeload {
 namespace {
@@ -81,21 +81,12 @@ std::string ErrorOfReply(const json& reply) {
 }
 
 StatusOr<std::string> ReadToken(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return FailedPreconditionError("read bearer token file \"" + path + "\": cannot open");
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  std::string token = text.str();
-  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' ||
-                            token.back() == ' ' || token.back() == '\t')) {
-    token.pop_back();
-  }
+  SCHEDEXT_ASSIGN_OR_RETURN(const std::string text, ReadFile(path, "read bearer token file"));
+  const std::string_view token = TrimSpace(text);
   if (token.empty()) {
-    return FailedPreconditionError("bearer token file \"" + path + "\" is empty");
+    return FailedPreconditionError("bearer token file " + Quote(path) + " is empty");
   }
-  return token;
+  return std::string(token);
 }
 
 bool IsIpAddress(const std::string& host) {
