@@ -328,14 +328,15 @@ std::string Rfc3339Now() {
 
 // ---- Child processes ------------------------------------------------------------
 
-// fork + execve into its own process group, output appended to `log`, SIGKILL
-// when this process dies.
+// fork + execve into its own process group, output to `log` (truncated: the
+// port is read back from it, and a line left by an earlier run in the same
+// --out directory named a port long closed), SIGKILL when this process dies.
 pid_t SpawnChild(const std::vector<std::string>& args, const std::string& log) {
   std::vector<std::string> strings = args;
   std::vector<char*> argv;
   for (std::string& s : strings) argv.push_back(s.data());
   argv.push_back(nullptr);
-  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (fd < 0 || null_fd < 0) return -1;
   const pid_t parent = ::getpid();
