@@ -8,6 +8,7 @@
 #include "schedext/policy/recorded_state.h"
 #include "schedext/record/recorder.h"
 #include "schedext/server/service.h"
+#include "schedext/wire/encoder.h"
 
 namespace schedext::server {
 
@@ -17,7 +18,7 @@ void ExtenderService::RecordExchange(Verb verb, const pipeline::Profile& profile
                                      std::chrono::steady_clock::time_point start) const {
   // Undecodable bodies cannot be replayed; explain is not a verb.
   if (verb == Verb::kExplain || http_status == 400 ||
-      !recorder_->Sample(VerbName(verb), body.size() + out.size())) {
+      !recorder_->Sample(VerbName(verb), body.size() + wire::SplicedSize(out, s.reply_splices))) {
     return;
   }
   record::Exchange e;
@@ -28,7 +29,8 @@ void ExtenderService::RecordExchange(Verb verb, const pipeline::Profile& profile
                          std::chrono::steady_clock::now() - start)
                          .count();
   e.request.assign(body.data(), body.size());
-  e.reply.assign(out);
+  e.reply.clear();
+  wire::AppendSpliced(out, s.reply_splices, e.reply);
   const bool args = verb == Verb::kFilter || verb == Verb::kPrioritize;
   if (args && s.snapshot != nullptr && !s.args.node_names.empty()) {
     e.snapshot = s.snapshot;

@@ -176,6 +176,7 @@ void WorkerPool::Shrink(Worker& w) const {
 
 void WorkerPool::Release(std::unique_ptr<Worker> w) {
   w->out.clear();
+  w->scratch.reply_splices.clear();
   w->head.clear();
   if (keep_large_ && BufferBytes(*w) > keep_bytes_) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -259,6 +260,9 @@ Route Router::Resolve(std::string_view method, std::string_view path,
 
 Outcome Router::Run(const Route& route, Worker& w) const {
   w.out.clear();
+  w.scratch.reply_splices.clear();
+  // The session writes a reply in pieces (WriteReply), straight from the body.
+  w.scratch.splice_replies = true;
   Outcome outcome;
   switch (route.kind) {
     case Route::Kind::kRefuse:

@@ -32,7 +32,9 @@ namespace schedext::server::http {
 
 // The buffers of one request, from its head to its written reply: the body
 // (straight from the socket, with simdjson's padding), the service's scratch
-// (JSON parser and vectors), the reply head and body.
+// (JSON parser and vectors), the reply head and body. The reply body is `out`
+// with scratch.reply_splices inserted: a full-mode filter reply's nodes are
+// written from `body` itself, which therefore lives until the reply is written.
 struct Worker {
   wire::RequestBuffer body;
   Scratch scratch;
@@ -103,7 +105,8 @@ class Router {
   // `status_only`: the status listener's routes only.
   Route Resolve(std::string_view method, std::string_view path,
                 const std::optional<std::string_view>& content_type, bool status_only) const;
-  // Runs the route on the received body (in w.body); fills w.out.
+  // Runs the route on the received body (in w.body); fills w.out and
+  // w.scratch.reply_splices.
   Outcome Run(const Route& route, Worker& w) const;
 
  private:

@@ -55,8 +55,10 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "schedext/config/config.h"
+#include "schedext/wire/encoder.h"
 #include "server/blocking_pool.h"
 #include "server/http_exchange.h"
 #include "server/http_framing.h"
@@ -360,12 +362,6 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
       return FeedChunked();
     }
     body.Reserve(content_length_);
-    if (route_.kind == Route::Kind::kVerb && content_length_ > core_.config.keep_buffer_bytes) {
-      // A full-mode reply is at most the body plus its envelope. Reserving that
-      // once costs no resident memory until written, where growing by doubling
-      // would copy and briefly hold both the old and the new buffer.
-      worker_->out.reserve(content_length_ + (size_t{64} << 10));
-    }
     const size_t have = std::min<size_t>(in_end_ - in_begin_, content_length_);
     body.Append(in_.get() + in_begin_, have);
     in_begin_ += have;
@@ -471,17 +467,37 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     const bool keep =
         keep_alive_ && !core_.draining.load() && requests_ < core_.config.keep_alive_max_count;
     Worker& w = *worker_;
+    const std::vector<wire::ReplySplice>& splices = w.scratch.reply_splices;
     w.head.clear();
-    AppendReplyHead(outcome_.status, outcome_.content_type, w.out.size(), keep, keep && http10_,
-                    route_.allow, w.head);
+    AppendReplyHead(outcome_.status, outcome_.content_type, wire::SplicedSize(w.out, splices),
+                    keep, keep && http10_, route_.allow, w.head);
     state_ = State::kWriting;
     Lowest().expires_after(std::chrono::seconds(core_.config.write_timeout_seconds));
-    const std::array<net::const_buffer, 2> buffers = {
-        net::buffer(w.head), route_.head_only ? net::const_buffer() : net::buffer(w.out)};
-    net::async_write(stream_, buffers, TransferAllInLargeWrites{},
-                     [self = this->shared_from_this(), keep](beast::error_code ec, size_t) {
-                       self->OnWritten(ec, keep);
-                     });
+    auto on_written = [self = this->shared_from_this(), keep](beast::error_code ec, size_t) {
+      self->OnWritten(ec, keep);
+    };
+    if (splices.empty() || route_.head_only) {
+      const std::array<net::const_buffer, 2> buffers = {
+          net::buffer(w.head), route_.head_only ? net::const_buffer() : net::buffer(w.out)};
+      return net::async_write(stream_, buffers, TransferAllInLargeWrites{}, std::move(on_written));
+    }
+    // A full-mode filter reply: the envelope from `out`, the passing nodes
+    // from the request body (one buffer per run of adjacent nodes), gathered
+    // by the kernel instead of copied into `out` first.
+    write_buffers_.clear();
+    write_buffers_.push_back(net::buffer(w.head));
+    size_t from = 0;
+    for (const wire::ReplySplice& splice : splices) {
+      if (splice.at > from) {
+        write_buffers_.push_back(net::buffer(w.out.data() + from, splice.at - from));
+      }
+      write_buffers_.push_back(net::buffer(splice.bytes.data(), splice.bytes.size()));
+      from = splice.at;
+    }
+    if (w.out.size() > from) {
+      write_buffers_.push_back(net::buffer(w.out.data() + from, w.out.size() - from));
+    }
+    net::async_write(stream_, write_buffers_, TransferAllInLargeWrites{}, std::move(on_written));
   }
 
   void OnWritten(beast::error_code ec, bool keep) {
@@ -579,6 +595,8 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   Route route_;
   Outcome outcome_;
   std::unique_ptr<Worker> worker_;
+  // The pieces of a spliced reply (WriteReply), kept for the next one.
+  std::vector<net::const_buffer> write_buffers_;
 };
 
 }  // namespace schedext::server::http

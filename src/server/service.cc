@@ -88,6 +88,7 @@ int ExtenderService::Handle(Verb verb, size_t profile_index, const wire::Request
                             Scratch& scratch, std::string& out, RequestSummary& summary) const {
   const auto start = std::chrono::steady_clock::now();
   out.clear();
+  scratch.reply_splices.clear();
   summary = RequestSummary{};
   const pipeline::Profile& profile = *profiles_[profile_index];
   int http_status = 500;
@@ -272,7 +273,7 @@ int ExtenderService::Filter(const pipeline::Profile& profile, const wire::Reques
   result.passing = s.passing;
   result.failed = s.failed;
   result.unresolvable = s.unresolvable;
-  wire::AppendFilterResult(result, out);
+  wire::AppendFilterResult(result, out, s.splice_replies ? &s.reply_splices : nullptr);
   summary.nodes_out = s.passing.size();
   summary.failed = s.failed.size();
   summary.unresolvable = s.unresolvable.size();

@@ -147,7 +147,32 @@ void AppendJsonString(std::string_view text, std::string& out) {
 }
 
 void AppendFilterResult(const FilterResultView& result, std::string& out) {
-  if (result.mode == NodeMode::kFullNodes) {
+  AppendFilterResult(result, out, nullptr);
+}
+
+void AppendFilterResult(const FilterResultView& result, std::string& out,
+                        std::vector<ReplySplice>* splices) {
+  if (result.mode == NodeMode::kFullNodes && splices != nullptr) {
+    out.append(R"({"Nodes":{"metadata":{},"items":[)");
+    const size_t first_splice = splices->size();
+    for (std::string_view raw : result.passing) {
+      if (splices->size() > first_splice) {
+        // The previous run continues when this node follows it after a
+        // single ',': the span then grows over both, separator included.
+        ReplySplice& last = splices->back();
+        const char* end = last.bytes.data() + last.bytes.size();
+        if (end + 1 == raw.data() && *end == ',') {
+          last.bytes = std::string_view(last.bytes.data(), last.bytes.size() + 1 + raw.size());
+          continue;
+        }
+      }
+      if (splices->size() > first_splice) {
+        out.push_back(',');
+      }
+      splices->push_back({out.size(), raw});
+    }
+    out.append(R"(]},"NodeNames":null,"FailedNodes":)");
+  } else if (result.mode == NodeMode::kFullNodes) {
     size_t bytes = 128;
     for (std::string_view raw : result.passing) {
       bytes += raw.size() + 1;
@@ -186,6 +211,26 @@ void AppendFilterResult(const FilterResultView& result, std::string& out) {
   out.append(R"(,"FailedAndUnresolvableNodes":)");
   AppendFailedMap(result.unresolvable, out);
   out.append(R"(,"Error":""})");
+}
+
+size_t SplicedSize(std::string_view text, std::span<const ReplySplice> splices) {
+  size_t size = text.size();
+  for (const ReplySplice& splice : splices) {
+    size += splice.bytes.size();
+  }
+  return size;
+}
+
+void AppendSpliced(std::string_view text, std::span<const ReplySplice> splices,
+                   std::string& out) {
+  out.reserve(out.size() + SplicedSize(text, splices));
+  size_t from = 0;
+  for (const ReplySplice& splice : splices) {
+    out.append(text.substr(from, splice.at - from));
+    out.append(splice.bytes);
+    from = splice.at;
+  }
+  out.append(text.substr(from));
 }
 
 void AppendFilterError(std::string_view error, std::string& out) {

@@ -214,6 +214,54 @@ TEST_F(HttpServerTest, FilterFullModeAnswersNodeObjects) {
   EXPECT_EQ(reply.Header("Content-Length"), std::to_string(reply.body.size()));
 }
 
+// The full-mode filter reply is written in pieces, its nodes straight from
+// the request body (Scratch::splice_replies): the bytes on the wire are still
+// exactly the reply, for two requests in a row on one keep-alive connection
+// (the second body reuses the first one's worker) and for a pipelined pair.
+TEST_F(HttpServerTest, FullModeFilterReplyIsExactOnTheWire) {
+  json request = ParseJson(filter3_);
+  ASSERT_FALSE(request.is_discarded());
+  std::vector<std::string> bodies;
+  std::vector<std::string> want;
+  for (int failing : {1, 4}) {  // lab-cpu-2 (a gap), then lab-gpu-1 (the tail) not ready
+    json changed = request;
+    for (json& c : changed["Nodes"]["items"][failing]["status"]["conditions"]) {
+      if (c["type"] == "Ready") c["status"] = "Unknown";
+    }
+    bodies.push_back(changed.dump());
+    std::string expected = R"({"Nodes":{"metadata":{},"items":[)";
+    bool first = true;
+    for (int i = 0; i < 5; ++i) {
+      if (i == failing) continue;
+      if (!first) expected += ',';
+      first = false;
+      expected += changed["Nodes"]["items"][i].dump();
+    }
+    const std::string name = changed["Nodes"]["items"][failing]["metadata"]["name"];
+    expected += R"(]},"NodeNames":null,"FailedNodes":{},"FailedAndUnresolvableNodes":{")" + name +
+                R"(":"node(s) were not ready"},"Error":""})" "\n";
+    want.push_back(expected);
+  }
+  RawConnection c;
+  ASSERT_TRUE(c.Connect(port())) << c.error();
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    ASSERT_TRUE(c.Send(BuildRequest("POST", "/filter", bodies[i]))) << c.error();
+    HttpReply reply;
+    ASSERT_TRUE(c.ReadReply(reply)) << c.error();
+    EXPECT_EQ(reply.status, 200);
+    EXPECT_EQ(reply.Header("Content-Length"), std::to_string(want[i].size()));
+    EXPECT_EQ(reply.body, want[i]);
+  }
+  ASSERT_TRUE(c.Send(BuildRequest("POST", "/filter", bodies[1]) +
+                     BuildRequest("POST", "/filter", bodies[0])))
+      << c.error();
+  for (size_t i : {size_t{1}, size_t{0}}) {
+    HttpReply reply;
+    ASSERT_TRUE(c.ReadReply(reply)) << c.error();
+    EXPECT_EQ(reply.body, want[i]);
+  }
+}
+
 TEST_F(HttpServerTest, RepliesAreNeverCompressed) {
   const HeaderList gzip = {{"Accept-Encoding", "gzip, deflate, br"}};
   struct Case {

@@ -222,6 +222,67 @@ TEST_F(ServiceTest, FullModeFilterEchoesPassingNodesByteForByte) {
   EXPECT_EQ(summary_.nodes_out, 3u);
 }
 
+// A writer that sends replies in pieces (Scratch::splice_replies, as the HTTP
+// listener does) gets the same bytes: `out` holds the envelope, reply_splices
+// the passing nodes as spans of the request body, one per run of adjacent
+// nodes. Failing nodes in the middle and at the end split the runs.
+TEST_F(ServiceTest, SplicedFullModeFilterReplyIsTheCopiedReplyByteForByte) {
+  json request = json::parse(Full("filter-3"));  // node-agent-1 tolerates everything
+  auto not_ready = [](json& node) {
+    for (json& c : node["status"]["conditions"]) {
+      if (c["type"] == "Ready") {
+        c["status"] = "Unknown";
+      }
+    }
+  };
+  not_ready(request["Nodes"]["items"][1]);  // lab-cpu-2
+  const std::string body = request.dump();
+  for (bool tail_fails : {false, true}) {
+    SCOPED_TRACE(tail_fails ? "last node failing too" : "one node failing");
+    std::string text = body;
+    if (tail_fails) {
+      json changed = request;
+      not_ready(changed["Nodes"]["items"][4]);  // lab-gpu-1
+      text = changed.dump();
+    }
+    const wire::RequestBuffer spliced_body = wire::RequestBuffer::CopyOf(text);
+    std::string copied;
+    ASSERT_EQ(service_->Handle(Verb::kFilter, 0, spliced_body, scratch_, copied, summary_), 200);
+    EXPECT_TRUE(scratch_.reply_splices.empty());
+
+    Scratch spliced;
+    spliced.splice_replies = true;
+    std::string envelope;
+    ASSERT_EQ(service_->Handle(Verb::kFilter, 0, spliced_body, spliced, envelope, summary_), 200);
+    // lab-cp-1 alone, then lab-cpu-1 + lab-gpu-2 (+ lab-gpu-1) in one span.
+    ASSERT_EQ(spliced.reply_splices.size(), 2u);
+    // (nlohmann's dump puts "items" before "metadata": the copied reply's
+    // items are the reference.)
+    const std::vector<std::string_view> items = ItemSpans(copied);
+    ASSERT_EQ(items.size(), tail_fails ? 3u : 4u);
+    EXPECT_EQ(spliced.reply_splices[0].bytes, items[0]);
+    const std::string_view run(items[1].data(),
+                               static_cast<size_t>(items.back().data() + items.back().size() -
+                                                   items[1].data()));
+    EXPECT_EQ(spliced.reply_splices[1].bytes, run);
+    for (const wire::ReplySplice& splice : spliced.reply_splices) {  // spans of the body
+      EXPECT_GE(splice.bytes.data(), spliced_body.data());
+      EXPECT_LE(splice.bytes.data() + splice.bytes.size(), spliced_body.data() + spliced_body.size());
+    }
+    EXPECT_LT(envelope.size(), 400u);  // the nodes stayed in the body
+    std::string whole;
+    wire::AppendSpliced(envelope, spliced.reply_splices, whole);
+    EXPECT_EQ(whole, copied);
+    EXPECT_EQ(wire::SplicedSize(envelope, spliced.reply_splices), copied.size());
+    EXPECT_EQ(ItemSpans(whole).size(), tail_fails ? 3u : 4u);
+
+    // Other verbs and modes never splice, and a new request clears the spans.
+    ASSERT_EQ(service_->Handle(Verb::kPrioritize, 0, spliced_body, spliced, envelope, summary_),
+              200);
+    EXPECT_TRUE(spliced.reply_splices.empty());
+  }
+}
+
 TEST_F(ServiceTest, UntoleratedTaintsAreUnresolvable) {
   // web-1 tolerates only the default NoExecute taints; the GPU nodes of
   // filter-2 carry example.com/gpu=present:NoSchedule.

@@ -126,6 +126,67 @@ TEST(EncoderTest, EncodesEmptyFilterResults) {
             R"("FailedAndUnresolvableNodes":{},"Error":""})");
 }
 
+// With splices, a full-mode result leaves the nodes where they are: one
+// splice per run of spans that follow each other after exactly one ',' in
+// the same buffer; anything else (another buffer, other separators, a gap)
+// starts a new run. Inserted back, the bytes are AppendFilterResult's.
+TEST(EncoderTest, SplicesFullNodesRunsAndMatchesTheCopiedResult) {
+  const std::string items = R"([{"n":1},{"n":2},{"n":3}, {"n":4},{"n":5}])";
+  auto span = [&](std::string_view needle) {
+    const size_t at = items.find(needle);
+    EXPECT_NE(at, std::string::npos) << needle;
+    return std::string_view(items).substr(at, needle.size());
+  };
+  const std::string elsewhere = R"({"n":"other"})";
+  const std::vector<FailedNode> failed = {{"x", "no"}};
+  struct Case {
+    std::string name;
+    std::vector<std::string_view> passing;
+    size_t want_splices;
+  };
+  const std::vector<Case> cases = {
+      {"none", {}, 0},
+      {"one", {span(R"({"n":2})")}, 1},
+      {"adjacent", {span(R"({"n":1})"), span(R"({"n":2})"), span(R"({"n":3})")}, 1},
+      {"a gap", {span(R"({"n":1})"), span(R"({"n":3})")}, 2},
+      {"a space after the comma", {span(R"({"n":3})"), span(R"({"n":4})"), span(R"({"n":5})")}, 2},
+      {"another buffer", {span(R"({"n":1})"), elsewhere, span(R"({"n":2})")}, 3},
+      {"out of order", {span(R"({"n":2})"), span(R"({"n":1})")}, 2},
+      {"repeated", {span(R"({"n":1})"), span(R"({"n":1})")}, 2},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    FilterResultView result;
+    result.mode = NodeMode::kFullNodes;
+    result.passing = c.passing;
+    result.failed = failed;
+    std::string copied = "prefix:";
+    AppendFilterResult(result, copied);
+    std::string text = "prefix:";
+    std::vector<ReplySplice> splices;
+    AppendFilterResult(result, text, &splices);
+    EXPECT_EQ(splices.size(), c.want_splices);
+    std::string whole;
+    AppendSpliced(text, splices, whole);
+    EXPECT_EQ(whole, copied);
+    EXPECT_EQ(SplicedSize(text, splices), copied.size());
+    for (const ReplySplice& splice : splices) {
+      EXPECT_LE(splice.at, text.size());
+    }
+  }
+  // Names mode ignores `splices`.
+  const std::vector<std::string_view> names = {"a", "b"};
+  FilterResultView result;
+  result.mode = NodeMode::kNodeNames;
+  result.passing = names;
+  std::string text;
+  std::vector<ReplySplice> splices;
+  AppendFilterResult(result, text, &splices);
+  EXPECT_TRUE(splices.empty());
+  EXPECT_EQ(text,
+            R"({"Nodes":null,"NodeNames":["a","b"],"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":""})");
+}
+
 TEST(EncoderTest, EncodesFullNodesFilterResultWithRawSpans) {
   const std::vector<std::string_view> passing = {R"({"metadata":{"name":"a"}})",
                                                  R"({"metadata":{"name":"b"},"spec":{}})"};

@@ -27,6 +27,7 @@
 #include "schedext/pipeline/profile.h"
 #include "schedext/server/metrics.h"
 #include "schedext/wire/decoder.h"
+#include "schedext/wire/encoder.h"
 #include "schedext/wire/messages.h"
 #include "schedext/wire/request_buffer.h"
 
@@ -64,6 +65,13 @@ struct Scratch {
   std::vector<pipeline::PreemptDecision> decisions;
   std::vector<std::string_view> uids;
   std::vector<wire::MetaVictimsEntry> victims;
+  // Set by a writer that sends replies in pieces (the HTTP listener): a
+  // full-mode filter reply then leaves the passing nodes in the request body
+  // and lists them in reply_splices (wire::AppendFilterResult), so the reply
+  // is `out` with reply_splices inserted and the body must live until it is
+  // written. Otherwise reply_splices stays empty and `out` is the reply.
+  bool splice_replies = false;
+  std::vector<wire::ReplySplice> reply_splices;
 };
 
 // What the request log line and metrics need to know about one request.

@@ -6,9 +6,11 @@
 #ifndef SCHEDEXT_WIRE_ENCODER_H_
 #define SCHEDEXT_WIRE_ENCODER_H_
 
+#include <cstddef>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "schedext/wire/messages.h"
 
@@ -22,6 +24,31 @@ void AppendJsonString(std::string_view text, std::string& out);
 // "items":[<raw passing nodes>]},"NodeNames":null,...}; kNodeNames and kNone:
 // {"Nodes":null,"NodeNames":[...],...}. Empty failure maps are written as {}.
 void AppendFilterResult(const FilterResultView& result, std::string& out);
+
+// Bytes a reply takes from elsewhere instead of holding them: inserted into
+// the reply text before its byte `at`.
+struct ReplySplice {
+  size_t at = 0;
+  std::string_view bytes;
+};
+
+// AppendFilterResult for a writer that can send a reply in pieces. With
+// `splices`, kFullNodes does not copy the passing nodes into `out`: each run
+// of them is appended to `splices` (offsets into `out`), a run being nodes
+// that lie in the same buffer separated by exactly one ',' (the request body's
+// own separator, so a run is a single span of it). The reply is then `out`
+// with every splice inserted (SplicedSize / AppendSpliced), byte for byte what
+// AppendFilterResult writes; the spans must outlive its writing. Other modes,
+// and `splices` null, write `out` alone.
+void AppendFilterResult(const FilterResultView& result, std::string& out,
+                        std::vector<ReplySplice>* splices);
+
+// The size of `text` with `splices` inserted.
+size_t SplicedSize(std::string_view text, std::span<const ReplySplice> splices);
+
+// Appends `text` with `splices` inserted (offsets relative to `text`) to `out`.
+void AppendSpliced(std::string_view text, std::span<const ReplySplice> splices,
+                   std::string& out);
 
 // ExtenderFilterResult carrying only an error:
 // {"Nodes":null,"NodeNames":null,"FailedNodes":null,"FailedAndUnresolvableNodes":null,"Error":"..."}
