@@ -9,6 +9,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "schedext/cluster/cache.h"
@@ -133,10 +135,10 @@ inline std::vector<std::shared_ptr<const pipeline::Profile>> BuildProfiles(std::
   return out;
 }
 
-// A synced cache with `nodes` and `pods`, fed through the real object decoder.
-inline std::unique_ptr<cluster::ClusterCache> CacheWith(const std::vector<NodeJson>& nodes,
-                                                        const std::vector<PodJson>& pods) {
-  auto cache = std::make_unique<cluster::ClusterCache>();
+// `nodes` and `pods` into `cache` (a relist of each), through the real
+// object decoder.
+inline void FeedCache(cluster::ClusterCache& cache, const std::vector<NodeJson>& nodes,
+                      const std::vector<PodJson>& pods) {
   wire::ObjectDecoder decoder;
   wire::ListMeta meta;
   std::vector<std::string> items;
@@ -165,9 +167,76 @@ inline std::unique_ptr<cluster::ClusterCache> CacheWith(const std::vector<NodeJs
     return true;
   });
   EXPECT_TRUE(s.ok()) << s.ToString();
-  cache->OnReplace(cluster::ResourceKind::kNodes, std::move(node_objects));
-  cache->OnReplace(cluster::ResourceKind::kPods, std::move(pod_objects));
+  cache.OnReplace(cluster::ResourceKind::kNodes, std::move(node_objects));
+  cache.OnReplace(cluster::ResourceKind::kPods, std::move(pod_objects));
+}
+
+// A synced cache with `nodes` and `pods`, fed through the real object decoder.
+inline std::unique_ptr<cluster::ClusterCache> CacheWith(const std::vector<NodeJson>& nodes,
+                                                        const std::vector<PodJson>& pods) {
+  auto cache = std::make_unique<cluster::ClusterCache>();
+  FeedCache(*cache, nodes, pods);
   return cache;
+}
+
+// ---- A GpuShare cluster (explain_stateful_test, replay_state_test) -----------
+
+// A node with the device plugin's defaults: GPU memory in GiB, the devices
+// from gpu-count.
+inline NodeJson GpuNode(std::string name, std::string memory, std::string count) {
+  NodeJson n(std::move(name));
+  n.Ready().Allocatable("cpu", "8").Allocatable("memory", "32Gi").Allocatable("pods", "110");
+  n.Capacity("cpu", "8").Capacity("memory", "32Gi").Capacity("pods", "110");
+  if (!memory.empty()) {
+    n.Capacity("aliyun.com/gpu-mem", memory).Allocatable("aliyun.com/gpu-mem", memory);
+    n.Capacity("aliyun.com/gpu-count", count).Allocatable("aliyun.com/gpu-count", count);
+  }
+  return n;
+}
+
+// g1: 4 devices of 32 / 4 = 8 GiB; g2: 2 of 8 GiB, device 1 unhealthy (see
+// FeedGpuCluster); g3: 1 of 4 GiB; g4: 2 of 8 GiB; cpu: no GPU.
+inline std::vector<NodeJson> GpuNodes() {
+  return {GpuNode("g1", "32", "4"), GpuNode("g2", "16", "2"), GpuNode("g3", "4", "1"),
+          GpuNode("g4", "16", "2"), GpuNode("cpu", "", "")};
+}
+
+// A pod bound to `node` using `memory` GiB on device `device`.
+inline PodJson GpuPodOn(std::string name, std::string node, std::string memory,
+                        std::string device) {
+  PodJson pod(std::move(name));
+  pod.Namespace("ml")
+      .Request("cpu", "100m")
+      .Limit("aliyun.com/gpu-mem", memory)
+      .Annotation("ALIYUN_COM_GPU_MEM_IDX", device)
+      .NodeName(node)
+      .Phase("Running");
+  return pod;
+}
+
+inline constexpr std::string_view kGpuConfig = R"(
+profiles:
+  - name: binpack
+    policies:
+      - name: GpuShare
+  - name: spread
+    policies:
+      - name: GpuShare
+        args:
+          scoring: spread
+)";
+
+// GpuNodes() and `pods` into `cache`, and the ConfigMap marking g2's device 1
+// unhealthy through the cache's first watch (GpuShare's).
+inline void FeedGpuCluster(cluster::ClusterCache& cache, const std::vector<PodJson>& pods) {
+  FeedCache(cache, GpuNodes(), pods);
+  auto unhealthy = std::make_shared<model::OwnedConfigMap>();
+  unhealthy->namespace_name = "kube-system";
+  unhealthy->name = "unhealthy-gpu-g2";
+  unhealthy->resource_version = "3";
+  unhealthy->data = {{"gpus", "1"}};
+  cache.WatchFeed(0).OnReplace(cluster::ResourceKind::kConfigMaps,
+                               {{nullptr, nullptr, std::move(unhealthy)}});
 }
 
 }  // namespace schedext::explain_testing

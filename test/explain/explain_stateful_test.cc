@@ -99,55 +99,12 @@ json Document(std::string_view profile, std::string_view policy, bool filter,
 
 // ---------------------------------------------------------------- GpuShare
 
-// The device plugin's defaults: memory in GiB, devices from capacity.
-NodeJson GpuNode(std::string name, std::string memory, std::string count) {
-  NodeJson n(std::move(name));
-  n.Ready().Allocatable("cpu", "8").Allocatable("memory", "32Gi").Allocatable("pods", "110");
-  n.Capacity("cpu", "8").Capacity("memory", "32Gi").Capacity("pods", "110");
-  if (!memory.empty()) {
-    n.Capacity("aliyun.com/gpu-mem", memory).Allocatable("aliyun.com/gpu-mem", memory);
-    n.Capacity("aliyun.com/gpu-count", count).Allocatable("aliyun.com/gpu-count", count);
-  }
-  return n;
-}
-
-// g1: 4 devices of 32 / 4 = 8 GiB; g2: 2 of 8 GiB, device 1 unhealthy; g3: 1
-// of 4 GiB; g4: 2 of 8 GiB, empty; cpu: no GPU.
-std::vector<NodeJson> GpuNodes() {
-  return {GpuNode("g1", "32", "4"), GpuNode("g2", "16", "2"), GpuNode("g3", "4", "1"),
-          GpuNode("g4", "16", "2"), GpuNode("cpu", "", "")};
-}
-
-// A pod bound to `node` using `memory` GiB on device `device`.
-PodJson GpuPodOn(std::string name, std::string node, std::string memory, std::string device) {
-  PodJson pod(std::move(name));
-  pod.Namespace("ml")
-      .Request("cpu", "100m")
-      .Limit("aliyun.com/gpu-mem", memory)
-      .Annotation("ALIYUN_COM_GPU_MEM_IDX", device)
-      .NodeName(node)
-      .Phase("Running");
-  return pod;
-}
-
 // The pod to place: 5 GiB of GPU memory (the fixture's web-1 plus a limit).
 PodJson GpuPod() {
   PodJson pod = Pod();
   pod.Limit("aliyun.com/gpu-mem", "5");
   return pod;
 }
-
-constexpr std::string_view kGpuConfig = R"(
-profiles:
-  - name: binpack
-    policies:
-      - name: GpuShare
-  - name: spread
-    policies:
-      - name: GpuShare
-        args:
-          scoring: spread
-)";
 
 class ExplainGpuShareTest : public ::testing::Test {
  protected:
@@ -175,58 +132,10 @@ class ExplainGpuShareTest : public ::testing::Test {
         std::make_unique<server::ExtenderService>(profiles, 0, cache_.get(), nullptr, nullptr);
   }
 
-  // The nodes and pods through the real object decoder (as CacheWith does,
-  // but into this cache, which has the accounting), and the unhealthy-GPU
-  // ConfigMap of g2 through the watch.
+  // g1: a 6 GiB on device 0, b 3 GiB on device 1; g2: c 7 GiB on device 0.
   void Feed() {
-    std::vector<cluster::InformerObject> nodes;
-    std::vector<cluster::InformerObject> pods;
-    {
-      wire::ObjectDecoder decoder;
-      wire::ListMeta meta;
-      std::vector<std::string> items;
-      for (const NodeJson& n : GpuNodes()) {
-        items.push_back(n.Build());
-      }
-      wire::RequestBuffer buffer = wire::RequestBuffer::CopyOf(
-          R"({"metadata":{"resourceVersion":"1"},"items":)" + testing::JsonArray(items) + "}");
-      ASSERT_TRUE(decoder
-                      .DecodeNodeList(buffer, meta,
-                                      [&](const wire::NodeObject& o) {
-                                        nodes.push_back({std::make_shared<const model::OwnedNode>(
-                                                             o.info, o.resource_version),
-                                                         {},
-                                                         {}});
-                                        return true;
-                                      })
-                      .ok());
-      items.clear();
-      for (const PodJson& p : {GpuPodOn("a", "g1", "6", "0"), GpuPodOn("b", "g1", "3", "1"),
-                               GpuPodOn("c", "g2", "7", "0")}) {
-        items.push_back(p.Build());
-      }
-      buffer = wire::RequestBuffer::CopyOf(R"({"metadata":{"resourceVersion":"1"},"items":)" +
-                                           testing::JsonArray(items) + "}");
-      ASSERT_TRUE(decoder
-                      .DecodePodList(buffer, meta,
-                                     [&](const wire::PodObject& o) {
-                                       pods.push_back({{},
-                                                       std::make_shared<const model::OwnedPod>(
-                                                           o.info, o.resource_version),
-                                                       {}});
-                                       return true;
-                                     })
-                      .ok());
-    }
-    cache_->OnReplace(cluster::ResourceKind::kNodes, std::move(nodes));
-    cache_->OnReplace(cluster::ResourceKind::kPods, std::move(pods));
-    auto unhealthy = std::make_shared<model::OwnedConfigMap>();
-    unhealthy->namespace_name = "kube-system";
-    unhealthy->name = "unhealthy-gpu-g2";
-    unhealthy->resource_version = "3";
-    unhealthy->data = {{"gpus", "1"}};
-    cache_->WatchFeed(0).OnReplace(cluster::ResourceKind::kConfigMaps,
-                                   {{nullptr, nullptr, std::move(unhealthy)}});
+    FeedGpuCluster(*cache_, {GpuPodOn("a", "g1", "6", "0"), GpuPodOn("b", "g1", "3", "1"),
+                             GpuPodOn("c", "g2", "7", "0")});
     ASSERT_TRUE(cache_->Synced());
   }
 

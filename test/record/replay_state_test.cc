@@ -91,41 +91,11 @@ std::vector<std::string> RecordLines(const std::string& dir) {
 
 // ---------------------------------------------------------------- GpuShare
 
-// Device plugin defaults; `memory` GiB over `count` devices.
-NodeJson GpuNodeOf(std::string name, std::string memory, std::string count) {
-  NodeJson n(std::move(name));
-  n.Ready().Allocatable("cpu", "8").Allocatable("memory", "32Gi").Allocatable("pods", "110");
-  n.Capacity("cpu", "8").Capacity("memory", "32Gi").Capacity("pods", "110");
-  if (!memory.empty()) {
-    n.Capacity("aliyun.com/gpu-mem", memory).Allocatable("aliyun.com/gpu-mem", memory);
-    n.Capacity("aliyun.com/gpu-count", count).Allocatable("aliyun.com/gpu-count", count);
-  }
-  return n;
-}
-
-// g1: 4 devices of 8 GiB; g2: 2 of 8 GiB (device 1 unhealthy); g3: 1 of 4
-// GiB; g4: 2 of 8 GiB; cpu: none.
-std::vector<NodeJson> GpuCluster() {
-  return {GpuNodeOf("g1", "32", "4"), GpuNodeOf("g2", "16", "2"), GpuNodeOf("g3", "4", "1"),
-          GpuNodeOf("g4", "16", "2"), GpuNodeOf("cpu", "", "")};
-}
-
-PodJson GpuPodBound(std::string name, std::string node, std::string memory, std::string device) {
-  PodJson pod(std::move(name));
-  pod.Namespace("ml")
-      .Request("cpu", "100m")
-      .Limit("aliyun.com/gpu-mem", memory)
-      .Annotation("ALIYUN_COM_GPU_MEM_IDX", device)
-      .NodeName(node)
-      .Phase("Running");
-  return pod;
-}
-
 // g1: a 6 GiB on device 0, b 3 GiB on device 1; g2: c 7 and e 1 GiB on
 // device 0 (full).
 std::vector<PodJson> GpuPods() {
-  return {GpuPodBound("a", "g1", "6", "0"), GpuPodBound("b", "g1", "3", "1"),
-          GpuPodBound("c", "g2", "7", "0"), GpuPodBound("e", "g2", "1", "0")};
+  return {GpuPodOn("a", "g1", "6", "0"), GpuPodOn("b", "g1", "3", "1"),
+          GpuPodOn("c", "g2", "7", "0"), GpuPodOn("e", "g2", "1", "0")};
 }
 
 PodJson GpuPodAsking(std::string memory) {
@@ -133,18 +103,6 @@ PodJson GpuPodAsking(std::string memory) {
   pod.Limit("aliyun.com/gpu-mem", std::move(memory));
   return pod;
 }
-
-constexpr std::string_view kGpuRecorded = R"(
-profiles:
-  - name: binpack
-    policies:
-      - name: GpuShare
-  - name: spread
-    policies:
-      - name: GpuShare
-        args:
-          scoring: spread
-)";
 
 // binpack now scores as spread.
 constexpr std::string_view kGpuChanged = R"(
@@ -168,7 +126,7 @@ class ReplayGpuShareTest : public ::testing::Test {
     record_dir_ = dir_ + "/record";
     // Recorded as main runs it: the cache with GpuShare's accounting and
     // watch from the host, the recorder with the host's accountings.
-    cli::LoadedConfig live = Load(dir_, kGpuRecorded);
+    cli::LoadedConfig live = Load(dir_, kGpuConfig);
     ASSERT_EQ(live.profiles.size(), 2U);
     cluster::CacheOptions cache_options;
     cache_options.accountings = live.host->accountings();
@@ -208,7 +166,7 @@ class ReplayGpuShareTest : public ::testing::Test {
     // spread, full-node mode: g1 100 × (23 - 5) / 32 = 56 → 6, g4 68 → 7,
     // the rest cannot take it: 0.
     ASSERT_EQ(call(Verb::kPrioritize, 1,
-                   ExtenderArgsJson(GpuPodAsking("5"), GpuCluster(), ArgsShape::kFullNodes)),
+                   ExtenderArgsJson(GpuPodAsking("5"), GpuNodes(), ArgsShape::kFullNodes)),
               200);
     ASSERT_EQ(out, R"([{"Host":"g1","Score":6},{"Host":"g2","Score":0},{"Host":"g3","Score":0},)"
                    R"({"Host":"g4","Score":7},{"Host":"cpu","Score":0}])");
@@ -230,51 +188,7 @@ class ReplayGpuShareTest : public ::testing::Test {
   // The nodes and pods through the real object decoder, and g2's
   // unhealthy-GPU ConfigMap through GpuShare's watch.
   static void Feed(cluster::ClusterCache& cache) {
-    wire::ObjectDecoder decoder;
-    wire::ListMeta meta;
-    std::vector<std::string> items;
-    for (const NodeJson& n : GpuCluster()) {
-      items.push_back(n.Build());
-    }
-    std::vector<cluster::InformerObject> nodes;
-    wire::RequestBuffer buffer = wire::RequestBuffer::CopyOf(
-        R"({"metadata":{"resourceVersion":"1"},"items":)" + testing::JsonArray(items) + "}");
-    ASSERT_TRUE(decoder
-                    .DecodeNodeList(buffer, meta,
-                                    [&](const wire::NodeObject& o) {
-                                      nodes.push_back({std::make_shared<const model::OwnedNode>(
-                                                           o.info, o.resource_version),
-                                                       {},
-                                                       {}});
-                                      return true;
-                                    })
-                    .ok());
-    items.clear();
-    for (const PodJson& p : GpuPods()) {
-      items.push_back(p.Build());
-    }
-    std::vector<cluster::InformerObject> pods;
-    buffer = wire::RequestBuffer::CopyOf(R"({"metadata":{"resourceVersion":"1"},"items":)" +
-                                         testing::JsonArray(items) + "}");
-    ASSERT_TRUE(decoder
-                    .DecodePodList(buffer, meta,
-                                   [&](const wire::PodObject& o) {
-                                     pods.push_back({{},
-                                                     std::make_shared<const model::OwnedPod>(
-                                                         o.info, o.resource_version),
-                                                     {}});
-                                     return true;
-                                   })
-                    .ok());
-    cache.OnReplace(cluster::ResourceKind::kNodes, std::move(nodes));
-    cache.OnReplace(cluster::ResourceKind::kPods, std::move(pods));
-    auto unhealthy = std::make_shared<model::OwnedConfigMap>();
-    unhealthy->namespace_name = "kube-system";
-    unhealthy->name = "unhealthy-gpu-g2";
-    unhealthy->resource_version = "3";
-    unhealthy->data = {{"gpus", "1"}};
-    cache.WatchFeed(0).OnReplace(cluster::ResourceKind::kConfigMaps,
-                                 {{nullptr, nullptr, std::move(unhealthy)}});
+    FeedGpuCluster(cache, GpuPods());
     ASSERT_TRUE(cache.Synced());
   }
 
@@ -304,7 +218,7 @@ TEST_F(ReplayGpuShareTest, TheStateRoundTripsThroughTheRecording) {
   ASSERT_EQ((*record)->node_states.size(), 2U);
   EXPECT_EQ((*record)->node_states[1].node, "g2");
   EXPECT_EQ((*record)->node_states[1].name, "GpuShare");
-  cli::LoadedConfig fresh = Load(dir_, kGpuRecorded);
+  cli::LoadedConfig fresh = Load(dir_, kGpuConfig);
   ASSERT_EQ(fresh.host->accountings().size(), 1U);
   const policy::NodeStateCodec* codec = policy::AsNodeStateCodec(*fresh.host->accountings()[0]);
   ASSERT_NE(codec, nullptr);
@@ -337,7 +251,7 @@ TEST_F(ReplayGpuShareTest, TheStateRoundTripsThroughTheRecording) {
 }
 
 TEST_F(ReplayGpuShareTest, TheSameConfigurationReplaysEveryDecisionExactly) {
-  cli::LoadedConfig config = Load(dir_, kGpuRecorded);
+  cli::LoadedConfig config = Load(dir_, kGpuConfig);
   const ReplayReport r = Replay(record_dir_, config);
   EXPECT_EQ(r.records, 4U);
   EXPECT_EQ(r.replayed, 4U);
@@ -390,7 +304,7 @@ TEST_F(ReplayGpuShareTest, ARecordWithoutStateReplaysAgainstEmptyStateAndSaysSo)
       out << doc.dump() << "\n";
     }
   }
-  cli::LoadedConfig config = Load(dir_, kGpuRecorded);
+  cli::LoadedConfig config = Load(dir_, kGpuConfig);
   const ReplayReport r = Replay(old_dir, config);
   EXPECT_EQ(r.replayed, 4U);
   EXPECT_EQ(r.without_state, 4U);
@@ -421,7 +335,7 @@ TEST_F(ReplayGpuShareTest, AStateThatDoesNotDecodeSkipsItsRecord) {
     first["usage"]["g2"]["states"]["GpuShare"]["used"] = json::array({"eight"});
     out << first.dump() << "\n" << lines[1] << "\n";
   }
-  cli::LoadedConfig config = Load(dir_, kGpuRecorded);
+  cli::LoadedConfig config = Load(dir_, kGpuConfig);
   const ReplayReport r = Replay(bad_dir, config);
   EXPECT_EQ(r.records, 2U);
   EXPECT_EQ(r.replayed, 1U);
