@@ -8,13 +8,20 @@
 //          cache line visited: the latency of whatever level the buffer
 //          lives in (L2 2 MiB and L3 32 MiB on the EPYC guests we run on),
 //          TLB misses and the host's backing of the guest's pages included.
+//   echo   --echo-mb MiB sent to a loopback TCP peer that reads them whole and
+//          sends them back, as a full-mode filter's body and reply travel:
+//          the transport floor under any full-mode latency (0: skipped).
 // A steady machine prints the same number in every sample of a probe. The
 // schedext request path is the chase kind (thousands of scattered node
 // entries), so a machine whose chase samples jump between levels for seconds
 // at a time gives request costs that jump the same way (docs/benchmarks.md).
 //
-//   schedext-machine-probe [--samples 40] [--mb 4,64]
+//   schedext-machine-probe [--samples 40] [--mb 4,64] [--echo-mb 55]
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -24,6 +31,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -77,6 +85,70 @@ struct Walk {
   size_t at = 0;
 };
 
+double WallMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+bool ReadAll(int fd, char* data, size_t n) {
+  for (size_t got = 0; got < n;) {
+    const ssize_t k = read(fd, data + got, n - got);
+    if (k <= 0) return false;
+    got += static_cast<size_t>(k);
+  }
+  return true;
+}
+
+bool WriteAll(int fd, const char* data, size_t n) {
+  for (size_t sent = 0; sent < n;) {
+    const ssize_t k = write(fd, data + sent, n - sent);
+    if (k <= 0) return false;
+    sent += static_cast<size_t>(k);
+  }
+  return true;
+}
+
+// ms per round trip of `mib` MiB each way through 127.0.0.1; empty on error.
+std::vector<double> EchoSamples(size_t mib, int samples) {
+  const size_t n = mib * 1024 * 1024;
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (listener < 0 || bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      listen(listener, 1) != 0 ||
+      getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return {};
+  }
+  std::thread peer([listener, n, samples] {
+    const int fd = accept(listener, nullptr, nullptr);
+    std::vector<char> buffer(n);
+    for (int s = 0; fd >= 0 && s < samples; ++s) {
+      if (!ReadAll(fd, buffer.data(), n) || !WriteAll(fd, buffer.data(), n)) break;
+    }
+    if (fd >= 0) close(fd);
+  });
+  std::vector<double> out;
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    std::vector<char> body(n, 'x');
+    std::vector<char> reply(n);
+    for (int s = 0; s < samples; ++s) {
+      const double t0 = WallMs();
+      // The peer answers only once it has the whole body, so sending it all
+      // before reading cannot deadlock.
+      if (!WriteAll(fd, body.data(), n) || !ReadAll(fd, reply.data(), n)) break;
+      out.push_back(WallMs() - t0);
+    }
+  }
+  if (fd >= 0) close(fd);
+  peer.join();
+  close(listener);
+  return out;
+}
+
 void Print(const char* what, const std::vector<double>& samples) {
   std::vector<double> sorted = samples;
   std::sort(sorted.begin(), sorted.end());
@@ -92,10 +164,13 @@ void Print(const char* what, const std::vector<double>& samples) {
 int main(int argc, char** argv) {
   int samples = 40;
   std::vector<size_t> sizes = {4, 64};
+  size_t echo_mb = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string_view flag = argv[i];
     if (flag == "--samples") {
       samples = std::max(1, std::atoi(argv[i + 1]));
+    } else if (flag == "--echo-mb") {
+      echo_mb = std::stoul(argv[i + 1]);
     } else if (flag == "--mb") {
       sizes.clear();
       for (std::string_view list = argv[i + 1]; !list.empty();) {
@@ -104,7 +179,7 @@ int main(int argc, char** argv) {
         list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
       }
     } else {
-      std::fprintf(stderr, "usage: schedext-machine-probe [--samples N] [--mb 4,64]\n");
+      std::fprintf(stderr, "usage: schedext-machine-probe [--samples N] [--mb 4,64] [--echo-mb 55]\n");
       return 2;
     }
   }
@@ -118,6 +193,15 @@ int main(int argc, char** argv) {
     for (int s = 0; s < samples; ++s) chase.push_back(walk.Sample());
     const std::string label = "chase " + std::to_string(mib) + "M";
     Print(label.c_str(), chase);
+  }
+  if (echo_mb > 0) {
+    const std::vector<double> echo = EchoSamples(echo_mb, std::min(samples, 10));
+    if (echo.empty()) {
+      std::fprintf(stderr, "schedext-machine-probe: loopback echo failed\n");
+      return 1;
+    }
+    const std::string label = "echo " + std::to_string(echo_mb) + "M ms";
+    Print(label.c_str(), echo);
   }
   return 0;
 }
