@@ -468,11 +468,9 @@ class Supervisor {
     const timespec tick{0, 200'000'000};
     auto next_housekeeping = std::chrono::steady_clock::now();
     auto next_summary = next_housekeeping;
-    // Arenas appear as threads first allocate, and the informers' first
-    // lists fill theirs within a second or two of the start: advised on every
-    // tick, most of the cache lands in huge pages from the first fault on
-    // (a tick's read of /proc/self/maps costs well under a millisecond).
+    // The arenas' heaps grow by new mappings, advised as they appear.
     const bool heap_huge_pages = schedext::common::HeapHugePagesRequested();
+    auto next_heap_advice = next_housekeeping + std::chrono::seconds(1);
     for (;;) {
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -499,7 +497,8 @@ class Supervisor {
         return;
       }
       const auto now = std::chrono::steady_clock::now();
-      if (heap_huge_pages) {
+      if (heap_huge_pages && now >= next_heap_advice) {
+        next_heap_advice = now + std::chrono::seconds(10);
         schedext::common::AdviseArenaHugePages();
       }
       if (cluster_ != nullptr) {

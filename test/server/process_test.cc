@@ -477,7 +477,7 @@ TEST(ProcessTest, AsksForHeapHugePagesInMadviseMode) {
               std::string::npos)
         << child.err();
     // A filter makes its I/O thread's arena; within a sweep or two (every
-    // 200 ms) the arena's heap is marked for huge pages ("hg" in smaps).
+    // 10 s) the arena's heap is marked for huge pages ("hg" in smaps).
     ExpectFilter3Passes(Exchange(port, BuildRequest("POST", "/filter", Fixture("filter-3"))));
     EXPECT_TRUE(testing::Eventually([&] { return ArenaAdvised(child.pid()); },
                                     std::chrono::seconds(30), std::chrono::milliseconds(200)))
