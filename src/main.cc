@@ -468,9 +468,6 @@ class Supervisor {
     const timespec tick{0, 200'000'000};
     auto next_housekeeping = std::chrono::steady_clock::now();
     auto next_summary = next_housekeeping;
-    // The arenas' heaps grow by new mappings, advised as they appear.
-    const bool heap_huge_pages = schedext::common::HeapHugePagesRequested();
-    auto next_heap_advice = next_housekeeping + std::chrono::seconds(1);
     for (;;) {
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -497,10 +494,6 @@ class Supervisor {
         return;
       }
       const auto now = std::chrono::steady_clock::now();
-      if (heap_huge_pages && now >= next_heap_advice) {
-        next_heap_advice = now + std::chrono::seconds(10);
-        schedext::common::AdviseArenaHugePages();
-      }
       if (cluster_ != nullptr) {
         cluster_->MaybeStartElection();
       }

@@ -12,10 +12,7 @@
 // glibc.malloc.hugetlb=1 is set, which glibc reads once, at start-up. So the
 // server re-executes itself (the same binary, argv and pid) with that
 // tunable added to GLIBC_TUNABLES, before it starts any thread or opens any
-// file. glibc then advises its main heap (brk) and its large mmap'd blocks,
-// but not the 64 MiB heaps of its per-thread arenas, where the informers'
-// threads build the cluster cache: AdviseArenaHugePages covers those, called
-// again and again as they grow. Nothing happens when the kernel is in "always" (the heap gets them
+// file. Nothing happens when the kernel is in "always" (the heap gets them
 // anyway) or "never" mode, or when GLIBC_TUNABLES already names
 // glibc.malloc.hugetlb: an operator turns this off with
 // GLIBC_TUNABLES=glibc.malloc.hugetlb=0.
@@ -41,15 +38,6 @@ void ReexecWithHeapHugePages(char** argv);
 
 // Whether this process's malloc asks for huge pages (the tunable is set to 1).
 bool HeapHugePagesRequested();
-
-// madvise(MADV_HUGEPAGE) on every glibc arena heap of /proc/self/maps (a
-// private anonymous 64 MiB reservation on a 64 MiB boundary, read-write
-// where in use and inaccessible beyond), so that the kernel backs it with
-// 2 MiB pages from then on, also where it grows, and khugepaged merges what
-// it already holds. Thread stacks and large blocks are left alone. Arenas are
-// made as threads first allocate: call it periodically. Returns how many it
-// advised (again, for those advised before: it is idempotent).
-size_t AdviseArenaHugePages();
 
 }  // namespace schedext::common
 
