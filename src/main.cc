@@ -21,7 +21,6 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "common/heap_pages.h"
 #include "schedext/cli/commands.h"
 #include "schedext/cluster/cache.h"
 #include "schedext/cluster/client_config.h"
@@ -552,8 +551,6 @@ int main(int argc, char** argv) {
     return schedext::cli::ReplayCommand(std::vector<std::string>(argv + 2, argv + argc),
                                         std::cout, std::cerr);
   }
-  // First, before any thread or file: it may exec the binary again.
-  schedext::common::ReexecWithHeapHugePages(argv);
   Flags flags;
   std::string error;
   if (!ParseFlags(argc, argv, flags, error)) {
@@ -607,10 +604,6 @@ int main(int argc, char** argv) {
   if (schedext::Status s = SetUpLogging(config.log); !s.ok()) {
     std::cerr << "schedext: " << s.message() << "\n";
     return 1;
-  }
-  if (schedext::common::HeapHugePagesRequested()) {
-    spdlog::info("heap: transparent huge pages requested (GLIBC_TUNABLES={})",
-                 std::getenv("GLIBC_TUNABLES"));
   }
   // Declared before everything the policies' registrations reach (profiles,
   // cache, service, server), so it outlives them all.

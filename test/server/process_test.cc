@@ -433,43 +433,6 @@ TEST(ProcessTest, ServesFilterAndLogsEachRequestAtDebug) {
   EXPECT_EQ(child.Wait(kExitTimeout), 0) << child.err();
 }
 
-std::string ThpMode() { return ReadFileToString("/sys/kernel/mm/transparent_hugepage/enabled"); }
-
-// In the kernel's THP "madvise" mode the server runs (same pid, re-executed
-// before it does anything) with glibc's malloc asking for huge pages, keeps
-// the operator's other tunables, and says so in its log; an operator's own
-// glibc.malloc.hugetlb is left as it is (src/common/heap_pages.h). The log
-// line prints the server's own getenv: /proc/PID/environ cannot tell, as
-// glibc cuts the variable there after the first tunable it parses.
-TEST(ProcessTest, AsksForHeapHugePagesInMadviseMode) {
-  if (ThpMode().find("[madvise]") == std::string::npos) {
-    GTEST_SKIP() << "transparent huge pages are not in madvise mode here: " << ThpMode();
-  }
-  ASSERT_EQ(setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=4", 1), 0);
-  {
-    Child child;
-    const int port = StartServer(child);
-    ASSERT_GT(port, 0);
-    EXPECT_NE(child.err().find("heap: transparent huge pages requested "
-                               "(GLIBC_TUNABLES=glibc.malloc.arena_max=4:glibc.malloc.hugetlb=1)"),
-              std::string::npos)
-        << child.err();
-    EXPECT_EQ(Exchange(port, BuildRequest("GET", "/healthz", "")).status, 200);
-    child.Signal(SIGTERM);
-    EXPECT_EQ(child.Wait(kExitTimeout), 0) << child.err();
-  }
-  ASSERT_EQ(setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=0", 1), 0);
-  {
-    Child child;
-    const int port = StartServer(child);
-    ASSERT_GT(port, 0);
-    EXPECT_EQ(child.err().find("heap: transparent huge pages"), std::string::npos) << child.err();
-    child.Signal(SIGTERM);
-    EXPECT_EQ(child.Wait(kExitTimeout), 0) << child.err();
-  }
-  unsetenv("GLIBC_TUNABLES");
-}
-
 TEST(ProcessTest, SigtermDrainsTheInFlightRequestThenExitsZero) {
   Child child;
   const int port = StartServer(child);
