@@ -8,6 +8,26 @@
 
 namespace schedext::pipeline {
 
+namespace {
+
+// How many nodes ahead the per-node loops prefetch a NodeInfo's first lines
+// (what the per-node policies read first: labels, annotations, taints, the
+// condition summary). Nodes are scattered objects: without it each one is a
+// cache miss the loop waits for, one after the other.
+constexpr size_t kPrefetchAhead = 8;
+constexpr size_t kPrefetchBytes = 192;
+
+void PrefetchNode(policy::NodeSpan nodes, size_t i) {
+  if (i + kPrefetchAhead < nodes.size()) {
+    const char* base = reinterpret_cast<const char*>(nodes[i + kPrefetchAhead]);
+    for (size_t offset = 0; offset < kPrefetchBytes; offset += 64) {
+      __builtin_prefetch(base + offset);
+    }
+  }
+}
+
+}  // namespace
+
 void FilterOutcome::Clear() {
   passed.clear();
   failed.clear();
@@ -92,6 +112,7 @@ Status Profile::RunFilters(const model::PodInfo& pod, policy::NodeSpan nodes,
   }
   out.passed.reserve(nodes.size());
   for (uint32_t i = 0; i < nodes.size(); ++i) {
+    PrefetchNode(nodes, i);
     const model::NodeInfo& node = *nodes[i];
     policy::Verdict verdict;
     for (const NamedFilter& f : filters_) {
@@ -146,6 +167,7 @@ Status Profile::RunScorers(const model::PodInfo& pod, policy::NodeSpan nodes,
     }
   }
   for (size_t i = 0; i < n; ++i) {
+    PrefetchNode(nodes, i);
     for (size_t p = 0; p < ready; ++p) {
       scratch.raw[p * n + i] = scorers_[p].hook->Score(scratch.state, pod, *nodes[i]);
     }
