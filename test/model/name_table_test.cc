@@ -283,8 +283,8 @@ TEST(StringMapIdsTest, PreParsedValuesEqualTheTextParse) {
     std::fill(text.begin(), text.end(), 'x');
     EXPECT_EQ(tagged.FindNumber(key), c.number);
     EXPECT_EQ(copy.FindNumber(key), c.number);
-    const bool wide = c.integer.has_value() && (*c.integer > (int64_t{1} << 53) ||
-                                                *c.integer < -(int64_t{1} << 53));
+    const bool wide = c.integer.has_value() &&
+                      (*c.integer > (int64_t{1} << 53) || *c.integer < -(int64_t{1} << 53));
     if (!wide) {
       EXPECT_EQ(tagged.FindInteger(key), c.integer);
       EXPECT_EQ(copy.FindInteger(key), c.integer);
@@ -339,9 +339,20 @@ TEST(SelectorIdsTest, GtLtByIdEqualTheTextParse) {
   NameTable table;
   const InternedName key = InternedName::Of("example.com/gen", &table);
   table.Freeze();
-  const std::vector<std::string> values = {"5",  "007", "+5",    "-5", "-0",  "",
-                                           "5x", "0.5", "1e3",   "4",  "6",   "9007199254740993",
-                                           "9223372036854775807", "9223372036854775808"};
+  const std::vector<std::string> values = {"5",
+                                           "007",
+                                           "+5",
+                                           "-5",
+                                           "-0",
+                                           "",
+                                           "5x",
+                                           "0.5",
+                                           "1e3",
+                                           "4",
+                                           "6",
+                                           "9007199254740993",
+                                           "9223372036854775807",
+                                           "9223372036854775808"};
   const std::vector<std::vector<std::string>> operands = {
       {"5"}, {"0"}, {"9007199254740992"}, {"+4"}, {"-1"}, {"x"}, {}, {"1", "2"}};
   int matched = 0;

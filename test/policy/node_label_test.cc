@@ -218,19 +218,27 @@ TEST(NodeLabelTest, GtLtOnTaggedNodesAnswerAsOnText) {
     bool passes;  // gen > 5 and gen < 9007199254740994
   };
   const std::vector<Case> cases = {
-      {"6", true},     {"007", true},  {"+6", true},  {"5", false},
-      {"-7", false},   {"", false},    {"6.0", false}, {"0x7", false},
-      {"9007199254740993", true},      {"9007199254740994", false},
-      {"9223372036854775807", false},  {"9223372036854775808", false},
+      {"6", true},
+      {"007", true},
+      {"+6", true},
+      {"5", false},
+      {"-7", false},
+      {"", false},
+      {"6.0", false},
+      {"0x7", false},
+      {"9007199254740993", true},
+      {"9007199254740994", false},
+      {"9223372036854775807", false},
+      {"9223372036854775808", false},
   };
   model::NameTable table;
   PolicyContext context;
   context.names = &table;
-  StatusOr<std::unique_ptr<Policy>> policy = NewNodeLabel(
-      json::parse(R"({"required": [{"matchExpressions": [
+  StatusOr<std::unique_ptr<Policy>> policy =
+      NewNodeLabel(json::parse(R"({"required": [{"matchExpressions": [
         {"key": "example.com/gen", "operator": "Gt", "values": ["5"]},
         {"key": "example.com/gen", "operator": "Lt", "values": ["9007199254740994"]}]}]})"),
-      context);
+                   context);
   ASSERT_TRUE(policy.ok()) << policy.status().ToString();
   table.Freeze();
   const FilterHook* filter = (*policy)->AsFilter();

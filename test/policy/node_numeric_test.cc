@@ -267,8 +267,8 @@ TEST(NodeNumericTest, PreParsedValuesGiveTheSameVerdictsAndScores) {
   model::NameTable table;
   PolicyContext context;
   context.names = &table;
-  StatusOr<std::unique_ptr<Policy>> filter_policy = NewNodeNumeric(
-      json::parse(R"({"key": "example.com/load", "min": 1, "max": 100})"), context);
+  StatusOr<std::unique_ptr<Policy>> filter_policy =
+      NewNodeNumeric(json::parse(R"({"key": "example.com/load", "min": 1, "max": 100})"), context);
   StatusOr<std::unique_ptr<Policy>> score_policy =
       NewNodeNumeric(json::parse(R"({"key": "example.com/load", "missingValue": -1})"), context);
   ASSERT_TRUE(filter_policy.ok());
