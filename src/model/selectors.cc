@@ -1,14 +1,20 @@
 #include "schedext/model/selectors.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <optional>
 #include <span>
 #include <string_view>
+#include <system_error>
 
 namespace schedext::model {
 namespace {
+
+// The largest magnitude up to which every int64 is exactly a double (2^53).
+constexpr int64_t kMaxExactInteger = int64_t{1} << 53;
 
 // The metadata.name field, the only one a node field selector can name.
 constexpr std::string_view kNodeNameField = "metadata.name";
@@ -57,6 +63,19 @@ std::optional<int64_t> ParseRequirementInteger(std::string_view text) {
   return ParseInt64(text);
 }
 
+// Gt / Lt with `label` the label's value as an integer (nullopt: absent or
+// not an integer, which matches neither).
+bool MatchesInteger(const SelectorRequirement& req, std::optional<int64_t> label) {
+  if (!label.has_value() || req.values.size() != 1) {
+    return false;
+  }
+  const std::optional<int64_t> bound = ParseRequirementInteger(req.values[0]);
+  if (!bound.has_value()) {
+    return false;
+  }
+  return req.op == SelectorOperator::kGt ? *label > *bound : *label < *bound;
+}
+
 bool Contains(const std::vector<std::string_view>& values, std::string_view value) {
   return std::find(values.begin(), values.end(), value) != values.end();
 }
@@ -71,6 +90,57 @@ bool IsWellFormedField(const SelectorRequirement& req) {
 
 }  // namespace
 
+std::optional<double> ParseLabelNumber(std::string_view text) {
+  double value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || !std::isfinite(value)) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<int64_t> ParseLabelInteger(std::string_view text) { return ParseInt64(text); }
+
+StringMap::Tag StringMap::MakeTag(NameId key, uint32_t index) const {
+  const std::string_view value = entries_[index].second;
+  Tag tag;
+  tag.key = key;
+  tag.value = ids_from_->Find(value);
+  tag.index = index;
+  const std::optional<double> number = ParseLabelNumber(value);
+  if (number.has_value()) {
+    tag.parsed |= kParsedNumber;
+    tag.number = *number;
+  }
+  if (const std::optional<int64_t> integer = ParseInt64(value)) {
+    // One double holds both parses when they agree: a decimal integer's
+    // correctly rounded double is the integer itself up to 2^53 ("-0" gives
+    // -0.0, which compares equal and converts back to 0). Anything else keeps
+    // its text for FindInteger to parse.
+    const bool exact = *integer >= -kMaxExactInteger && *integer <= kMaxExactInteger &&
+                       (!number.has_value() || *number == static_cast<double>(*integer));
+    if (exact) {
+      tag.parsed |= kParsedInteger;
+      if (!number.has_value()) {
+        tag.number = static_cast<double>(*integer);
+      }
+    } else {
+      tag.parsed |= kParsedWideInteger;
+    }
+  }
+  return tag;
+}
+
+const StringMap::Tag* StringMap::FindTag(NameId key) const {
+  for (const Tag& tag : tags_) {
+    if (tag.key == key) {
+      return &tag;
+    }
+  }
+  return nullptr;
+}
+
 std::optional<std::string_view> StringMap::Find(std::string_view key) const {
   for (const Entry& entry : entries_) {
     if (entry.first == key) {
@@ -84,19 +154,45 @@ std::optional<std::string_view> StringMap::Find(const InternedName& key) const {
   if (!key.ComparableIn(ids_from_)) {
     return Find(key.text);
   }
-  for (size_t i = 0; i < ids_.size(); ++i) {
-    if (ids_[i].key == key.id) {
-      return entries_[i].second;
-    }
+  if (const Tag* tag = FindTag(key.id)) {
+    return entries_[tag->index].second;
   }
   return std::nullopt;
 }
 
 std::optional<NameId> StringMap::FindValueId(const InternedName& key) const {
-  for (const EntryIds& ids : ids_) {
-    if (ids.key == key.id) {
-      return ids.value;
-    }
+  if (const Tag* tag = FindTag(key.id)) {
+    return tag->value;
+  }
+  return std::nullopt;
+}
+
+std::optional<double> StringMap::FindNumber(const InternedName& key) const {
+  if (!key.ComparableIn(ids_from_)) {
+    const std::optional<std::string_view> text = Find(key.text);
+    return text.has_value() ? ParseLabelNumber(*text) : std::nullopt;
+  }
+  const Tag* tag = FindTag(key.id);
+  if (tag == nullptr || (tag->parsed & kParsedNumber) == 0) {
+    return std::nullopt;
+  }
+  return tag->number;
+}
+
+std::optional<int64_t> StringMap::FindInteger(const InternedName& key) const {
+  if (!key.ComparableIn(ids_from_)) {
+    const std::optional<std::string_view> text = Find(key.text);
+    return text.has_value() ? ParseInt64(*text) : std::nullopt;
+  }
+  const Tag* tag = FindTag(key.id);
+  if (tag == nullptr) {
+    return std::nullopt;
+  }
+  if ((tag->parsed & kParsedInteger) != 0) {
+    return static_cast<int64_t>(tag->number);
+  }
+  if ((tag->parsed & kParsedWideInteger) != 0) {
+    return ParseInt64(entries_[tag->index].second);
   }
   return std::nullopt;
 }
@@ -106,22 +202,38 @@ void StringMap::Set(std::string_view key, std::string_view value) {
     if (entries_[i].first == key) {
       entries_[i].second = value;
       if (ids_from_ != nullptr) {
-        ids_[i].value = ids_from_->Find(value);
+        for (Tag& tag : tags_) {
+          if (tag.index == i) {
+            tag = MakeTag(tag.key, tag.index);
+            break;
+          }
+        }
       }
       return;
     }
   }
   entries_.emplace_back(key, value);
   if (ids_from_ != nullptr) {
-    ids_.push_back({ids_from_->Find(key), ids_from_->Find(value)});
+    if (const NameId id = ids_from_->Find(key); id != kNoNameId) {
+      tags_.push_back(MakeTag(id, static_cast<uint32_t>(entries_.size() - 1)));
+    }
   }
 }
 
 void StringMap::AssignIds(const NameTable& table) {
   ids_from_ = &table;
-  ids_.resize(entries_.size());
+  tags_.clear();
+  // Counted first, so that the tags take one exact block: a cached node's
+  // maps are copied with every new snapshot entry of the node.
+  size_t tagged = 0;
+  for (const Entry& entry : entries_) {
+    tagged += table.Find(entry.first) != kNoNameId ? 1 : 0;
+  }
+  tags_.reserve(tagged);
   for (size_t i = 0; i < entries_.size(); ++i) {
-    ids_[i] = {table.Find(entries_[i].first), table.Find(entries_[i].second)};
+    if (const NameId id = table.Find(entries_[i].first); id != kNoNameId) {
+      tags_.push_back(MakeTag(id, static_cast<uint32_t>(i)));
+    }
   }
 }
 
@@ -173,7 +285,7 @@ std::optional<bool> MatchesById(const SelectorRequirement& req, const StringMap&
       return req.values.empty() && !labels.FindValueId(key).has_value();
     case SelectorOperator::kGt:
     case SelectorOperator::kLt:
-      break;
+      return MatchesInteger(req, labels.FindInteger(key));
   }
   return std::nullopt;
 }
@@ -196,17 +308,8 @@ bool Matches(const SelectorRequirement& req, const StringMap& labels) {
     case SelectorOperator::kDoesNotExist:
       return req.values.empty() && !value.has_value();
     case SelectorOperator::kGt:
-    case SelectorOperator::kLt: {
-      if (!value.has_value() || req.values.size() != 1) {
-        return false;
-      }
-      const std::optional<int64_t> label = ParseInt64(*value);
-      const std::optional<int64_t> bound = ParseRequirementInteger(req.values[0]);
-      if (!label.has_value() || !bound.has_value()) {
-        return false;
-      }
-      return req.op == SelectorOperator::kGt ? *label > *bound : *label < *bound;
-    }
+    case SelectorOperator::kLt:
+      return MatchesInteger(req, value.has_value() ? ParseInt64(*value) : std::nullopt);
   }
   return false;
 }

@@ -24,6 +24,7 @@ using policy::Verdict;
 //   Label    {label} scores a node with the integer value of `label` (0 when absent);
 //            Normalize leaves the scores as they are (clamps into [0, 100]).
 //   Raw      {value} scores every node `value` and does not normalise it.
+//   Label and Raw take {failPreScore: true}: PreScore then fails.
 //   Trim     {keep: n} keeps the first n victims; drops nodes labelled "trim-drop".
 //   Nothing  no hooks at all.
 class TestPolicy final : public policy::Policy,
@@ -37,7 +38,8 @@ class TestPolicy final : public policy::Policy,
         code_(args.value("code", "unschedulable")),
         eviction_(args.value("eviction", false)),
         value_(args.value("value", int64_t{0})),
-        keep_(args.value("keep", size_t{1})) {}
+        keep_(args.value("keep", size_t{1})),
+        fail_prescore_(args.value("failPreScore", false)) {}
 
   std::string_view Name() const override { return kind_; }
   const FilterHook* AsFilter() const override { return kind_ == "Reject" ? this : nullptr; }
@@ -60,6 +62,9 @@ class TestPolicy final : public policy::Policy,
   }
   bool EvictionCanHelp() const override { return eviction_; }
 
+  Status PreScore(policy::RequestState&, const PodInfo&, policy::NodeSpan) const override {
+    return fail_prescore_ ? InvalidArgumentError("no state") : OkStatus();
+  }
   int64_t Score(const policy::RequestState&, const PodInfo&,
                 const NodeInfo& node) const override {
     if (kind_ == "Raw") {
@@ -98,13 +103,14 @@ class TestPolicy final : public policy::Policy,
   bool eviction_;
   int64_t value_;
   size_t keep_;
+  bool fail_prescore_;
 };
 
 policy::Registry TestRegistry() {
   policy::Registry registry;
-  for (const char* kind : {"Reject", "Reject2", "Label", "Raw", "Trim", "Nothing"}) {
+  for (const char* kind : {"Reject", "Reject2", "Label", "Label2", "Raw", "Trim", "Nothing"}) {
     std::string k = kind;
-    std::string real = k == "Reject2" ? "Reject" : k;
+    std::string real = k == "Reject2" ? "Reject" : k == "Label2" ? "Label" : k;
     EXPECT_TRUE(registry
                     .Register(k,
                               [real](const nlohmann::json& args, const policy::PolicyContext&)
@@ -290,6 +296,65 @@ TEST(ProfileScoreTest, OutOfRangeNormalisedScoreIsAnInternalError) {
   Status s = profile->RunScorers(pod, ptrs, scratch, out);
   EXPECT_EQ(s.code(), StatusCode::kInternal);
   EXPECT_NE(s.message().find("policy Raw: normalized score 101 for node a"), std::string::npos);
+}
+
+// Several scorers are scored node by node, each into its own row: every
+// node's weighted mean comes from its own scores of every scorer.
+TEST(ProfileScoreTest, SeveralScorersScoreEveryNode) {
+  auto profile = MustBuild({P("Label", 3, {{"label", "x"}}), P("Label2", 1, {{"label", "y"}}),
+                            P("Raw", 1, {{"value", 20}})});
+  ASSERT_NE(profile, nullptr);
+  const std::vector<NodeInfo> nodes = {Node("a", {{"x", "100"}, {"y", "0"}}),
+                                       Node("b", {{"y", "100"}}), Node("c"),
+                                       Node("d", {{"x", "40"}, {"y", "90"}})};
+  auto ptrs = Ptrs(nodes);
+  PodInfo pod;
+  ScoreScratch scratch;
+  std::vector<int64_t> out;
+  ASSERT_TRUE(profile->RunScorers(pod, ptrs, scratch, out).ok());
+  // (3x + y + 20) × 10 / 500, half up: 320 → 6.4, 120 → 2.4, 20 → 0.4, 230 → 4.6.
+  EXPECT_EQ(out, (std::vector<int64_t>{6, 2, 0, 5}));
+  EXPECT_EQ(scratch.raw.size(), 3 * nodes.size());
+}
+
+// A failing PreScore fails the request, but only after the scorers before it
+// were scored and range-checked: the error is the first one met in the
+// configured order.
+TEST(ProfileScoreTest, APreScoreFailureReportsAfterTheEarlierScorers) {
+  const std::vector<NodeInfo> nodes = {Node("a", {{"x", "5"}})};
+  auto ptrs = Ptrs(nodes);
+  PodInfo pod;
+  {
+    auto profile = MustBuild({P("Label", 1, {{"label", "x"}}),
+                              P("Raw", 1, {{"value", 1}, {"failPreScore", true}})});
+    ASSERT_NE(profile, nullptr);
+    ScoreScratch scratch;
+    std::vector<int64_t> out;
+    const Status s = profile->RunScorers(pod, ptrs, scratch, out);
+    EXPECT_EQ(s.code(), StatusCode::kInternal);
+    EXPECT_EQ(s.message(), "policy Raw: prescore: no state");
+  }
+  {
+    auto profile = MustBuild({P("Raw", 1, {{"value", 101}}),
+                              P("Label", 1, {{"label", "x"}, {"failPreScore", true}})});
+    ASSERT_NE(profile, nullptr);
+    ScoreScratch scratch;
+    std::vector<int64_t> out;
+    const Status s = profile->RunScorers(pod, ptrs, scratch, out);
+    EXPECT_EQ(s.code(), StatusCode::kInternal);
+    EXPECT_NE(s.message().find("policy Raw: normalized score 101 for node a"), std::string::npos)
+        << s.message();
+  }
+  {
+    auto profile = MustBuild({P("Label", 1, {{"label", "x"}, {"failPreScore", true}}),
+                              P("Raw", 1, {{"value", 101}})});
+    ASSERT_NE(profile, nullptr);
+    ScoreScratch scratch;
+    std::vector<int64_t> out;
+    const Status s = profile->RunScorers(pod, ptrs, scratch, out);
+    EXPECT_EQ(s.code(), StatusCode::kInternal);
+    EXPECT_EQ(s.message(), "policy Label: prescore: no state");
+  }
 }
 
 TEST(ProfilePreemptTest, RechecksNodesAndTrimsVictims) {

@@ -9,7 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "schedext/model/name_table.h"
 #include "schedext/policy/policy.h"
+#include "schedext/policy/registry.h"
 #include "testing/model_builders.h"
 
 namespace schedext::policy {
@@ -204,6 +206,58 @@ TEST(NodeLabelTest, ScoresMatchedPreferredWeightsScaledToTheBest) {
     }
     scorer->Normalize(state, scores);
     EXPECT_EQ(scores, c.want);
+  }
+}
+
+// On nodes whose labels carry the profile's ids (as cached nodes do), Gt / Lt
+// read the integer parsed when the ids were assigned: the same verdicts as
+// parsing the text, on the parse's edge cases.
+TEST(NodeLabelTest, GtLtOnTaggedNodesAnswerAsOnText) {
+  struct Case {
+    std::string value;
+    bool passes;  // gen > 5 and gen < 9007199254740994
+  };
+  const std::vector<Case> cases = {
+      {"6", true},
+      {"007", true},
+      {"+6", true},
+      {"5", false},
+      {"-7", false},
+      {"", false},
+      {"6.0", false},
+      {"0x7", false},
+      {"9007199254740993", true},
+      {"9007199254740994", false},
+      {"9223372036854775807", false},
+      {"9223372036854775808", false},
+  };
+  model::NameTable table;
+  PolicyContext context;
+  context.names = &table;
+  StatusOr<std::unique_ptr<Policy>> policy =
+      NewNodeLabel(json::parse(R"({"required": [{"matchExpressions": [
+        {"key": "example.com/gen", "operator": "Gt", "values": ["5"]},
+        {"key": "example.com/gen", "operator": "Lt", "values": ["9007199254740994"]}]}]})"),
+                   context);
+  ASSERT_TRUE(policy.ok()) << policy.status().ToString();
+  table.Freeze();
+  const FilterHook* filter = (*policy)->AsFilter();
+  ASSERT_NE(filter, nullptr);
+  TestArena arena;
+  const model::PodInfo pod = PodBuilder(arena).Name("p").Build();
+  RequestState state;
+  for (const Case& c : cases) {
+    SCOPED_TRACE("\"" + c.value + "\"");
+    const model::NodeInfo plain =
+        NodeWithLabels(arena, {{"zone", "a"}, {"example.com/gen", c.value}});
+    model::NodeInfo tagged = plain;
+    tagged.labels.AssignIds(table);
+    ASSERT_EQ(tagged.labels.ids_from(), &table);
+    for (const model::NodeInfo* node : {&plain, const_cast<const model::NodeInfo*>(&tagged)}) {
+      const Verdict got = filter->Filter(state, pod, *node);
+      EXPECT_EQ(got.ok(), c.passes);
+      EXPECT_EQ(got.reason, c.passes ? "" : kRequired);
+    }
   }
 }
 

@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "schedext/model/name_table.h"
 #include "schedext/policy/policy.h"
+#include "schedext/policy/registry.h"
 #include "testing/model_builders.h"
 
 namespace schedext::policy {
@@ -234,6 +236,80 @@ TEST(NodeNumericTest, ScalesValuesAcrossTheRequestsNodes) {
     scorer->Normalize(state, scores);
     EXPECT_EQ(scores, c.want);
   }
+}
+
+// A cached node's value is parsed once, when the cache tags its labels with
+// the profile's NameTable; the verdicts and scores are exactly those of
+// parsing the text per node, on every edge case of the parse.
+TEST(NodeNumericTest, PreParsedValuesGiveTheSameVerdictsAndScores) {
+  struct Case {
+    std::optional<std::string_view> label;
+    Verdict filter;
+    int64_t raw;
+  };
+  const Verdict lacked = Verdict::Unresolvable("node(s) lacked a valid example.com/load");
+  const Verdict above = Verdict::Unresolvable("node(s) had example.com/load above 100");
+  const Verdict below = Verdict::Unresolvable("node(s) had example.com/load below 1");
+  const std::vector<Case> cases = {
+      {"007", Verdict::Success(), 7000000},
+      {"50.5", Verdict::Success(), 50500000},
+      {"+5", lacked, -1000000},  // missingValue -1
+      {"", lacked, -1000000},
+      {"0x10", lacked, -1000000},
+      {" 7", lacked, -1000000},
+      {"inf", lacked, -1000000},
+      {std::nullopt, lacked, -1000000},
+      {"-0", below, 0},
+      {"1e3", above, 1000000000},
+      {"9223372036854775808", above, 1000000000000000000},  // beyond int64: still a number
+      {"1e999", lacked, -1000000},
+  };
+  model::NameTable table;
+  PolicyContext context;
+  context.names = &table;
+  StatusOr<std::unique_ptr<Policy>> filter_policy =
+      NewNodeNumeric(json::parse(R"({"key": "example.com/load", "min": 1, "max": 100})"), context);
+  StatusOr<std::unique_ptr<Policy>> score_policy =
+      NewNodeNumeric(json::parse(R"({"key": "example.com/load", "missingValue": -1})"), context);
+  ASSERT_TRUE(filter_policy.ok());
+  ASSERT_TRUE(score_policy.ok());
+  table.Freeze();
+  ASSERT_NE(table.Find(kKey), model::kNoNameId);
+  const FilterHook* filter = (*filter_policy)->AsFilter();
+  const ScoreHook* scorer = (*score_policy)->AsScorer();
+  ASSERT_NE(filter, nullptr);
+  ASSERT_NE(scorer, nullptr);
+  TestArena arena;
+  const model::PodInfo pod = PodBuilder(arena).Name("p").Build();
+  std::vector<model::NodeInfo> plain;
+  std::vector<model::NodeInfo> tagged;
+  for (const Case& c : cases) {
+    plain.push_back(NodeWithValue(arena, c.label));
+    tagged.push_back(plain.back());
+    tagged.back().labels.AssignIds(table);
+    tagged.back().annotations.AssignIds(table);
+  }
+  RequestState state;
+  std::vector<int64_t> plain_scores;
+  std::vector<int64_t> tagged_scores;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(cases[i].label.has_value() ? "\"" + std::string(*cases[i].label) + "\""
+                                            : std::string("no label"));
+    ASSERT_EQ(tagged[i].labels.ids_from(), &table);
+    for (const model::NodeInfo* node : {&plain[i], &tagged[i]}) {
+      const Verdict got = filter->Filter(state, pod, *node);
+      EXPECT_EQ(got.code, cases[i].filter.code);
+      EXPECT_EQ(got.reason, cases[i].filter.reason);
+    }
+    plain_scores.push_back(scorer->Score(state, pod, plain[i]));
+    tagged_scores.push_back(scorer->Score(state, pod, tagged[i]));
+    EXPECT_EQ(tagged_scores.back(), cases[i].raw);
+  }
+  EXPECT_EQ(plain_scores, tagged_scores);
+  scorer->Normalize(state, plain_scores);
+  scorer->Normalize(state, tagged_scores);
+  EXPECT_EQ(plain_scores, tagged_scores);
+  EXPECT_EQ(tagged_scores[10], kMaxNodeScore);  // the clamped maximum
 }
 
 TEST(NodeNumericTest, RejectsInvalidArgsNamingTheField) {

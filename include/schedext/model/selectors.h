@@ -23,12 +23,17 @@ namespace schedext::model {
 // pairs: lookups are linear scans, faster than hashing at the 5–30 entries real
 // objects have. Keys are unique; when a body repeats a key the last value wins.
 //
-// Once AssignIds(table) ran, each key and each value also carries its id in
-// that table (name_table.h; kNoNameId when the table lacks it), in a compact
-// array of its own: Find(InternedName) then scans ids and reads no key text,
-// where scanning keys would load a cache line of the owner's text for every
-// key of the same length, and a selector whose values are interned compares
-// value ids without reading the value either (Matches below).
+// Once AssignIds(table) ran, every entry whose key the table holds also has a
+// tag, in a compact array of its own: the key's and the value's ids (kNoNameId
+// for a value the table lacks), the entry's position, and the value parsed
+// once as a number (ParseLabelNumber) and as an integer (ParseLabelInteger).
+// A lookup by an interned key (Find, FindValueId, FindNumber, FindInteger,
+// Matches) then scans only those few tags and reads no key text, no value
+// text and parses nothing: a cached node's labels are tagged when the cache
+// stores them, and a per-node policy reads one small block per map instead of
+// the entries, their text and a parse. An entry whose key the table lacks has
+// no tag; no interned key can equal it. Untagged maps (pods, objects decoded
+// from a request) carry no tag array at all and are searched by text.
 class StringMap {
  public:
   using Entry = std::pair<std::string_view, std::string_view>;
@@ -40,16 +45,23 @@ class StringMap {
   // of `key` (kNoNameId when the table lacks that value), nullopt when the
   // key is absent.
   std::optional<NameId> FindValueId(const InternedName& key) const;
+  // ParseLabelNumber of the value of `key`: nullopt when the key is absent or
+  // its value is not a number. Pre-parsed when the map's ids come from
+  // key.table.
+  std::optional<double> FindNumber(const InternedName& key) const;
+  // ParseLabelInteger of the value of `key` (the label side of Gt / Lt):
+  // nullopt when absent or not an int64. Pre-parsed as FindNumber.
+  std::optional<int64_t> FindInteger(const InternedName& key) const;
   bool Contains(std::string_view key) const { return Find(key).has_value(); }
   // Inserts or replaces.
   void Set(std::string_view key, std::string_view value);
-  // Tags every key with its id in `table`; keys set later are tagged too.
+  // Tags every entry whose key `table` holds; keys set later are tagged too.
   void AssignIds(const NameTable& table);
   const NameTable* ids_from() const { return ids_from_; }
   // Removes every entry and the ids' table, keeping capacity for reuse.
   void Clear() {
     entries_.clear();
-    ids_.clear();
+    tags_.clear();
     ids_from_ = nullptr;
   }
   size_t size() const { return entries_.size(); }
@@ -57,14 +69,37 @@ class StringMap {
   std::span<const Entry> entries() const { return entries_; }
 
  private:
-  struct EntryIds {
+  // What the value of a tagged entry parsed as (Tag::parsed bits).
+  enum : uint8_t {
+    kParsedNumber = 1U << 0,   // ParseLabelNumber succeeded: Tag::number is it
+    kParsedInteger = 1U << 1,  // ParseLabelInteger succeeded with |v| <= 2^53:
+                               // Tag::number holds v exactly
+    kParsedWideInteger = 1U << 2,  // ParseLabelInteger succeeded beyond 2^53:
+                                   // FindInteger parses the text again
+  };
+  struct Tag {
     NameId key = kNoNameId;
     NameId value = kNoNameId;
+    uint32_t index = 0;  // of the entry in entries_
+    uint8_t parsed = 0;
+    double number = 0;
   };
-  std::vector<Entry> entries_;
-  std::vector<EntryIds> ids_;  // ids_[i]: entries_[i]'s; empty while ids_from_ is null
+  Tag MakeTag(NameId key, uint32_t index) const;
+  const Tag* FindTag(NameId key) const;
+
+  // The members the by-id lookups read first, together.
   const NameTable* ids_from_ = nullptr;
+  std::vector<Tag> tags_;  // in entry order; empty while ids_from_ is null
+  std::vector<Entry> entries_;
 };
+
+// A label or annotation value as NodeNumeric reads it: the whole text as a
+// finite double (std::from_chars, general format: no leading '+' or space, no
+// hex; "inf", "nan" and out-of-range values are not numbers).
+std::optional<double> ParseLabelNumber(std::string_view text);
+// A label value as Gt / Lt read it (strconv.ParseInt(text, 10, 64)): an
+// optional sign, at least one digit, nothing else, within int64.
+std::optional<int64_t> ParseLabelInteger(std::string_view text);
 
 enum class SelectorOperator { kIn, kNotIn, kExists, kDoesNotExist, kGt, kLt };
 

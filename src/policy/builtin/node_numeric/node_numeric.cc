@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "policy/args.h"
+#include "schedext/model/selectors.h"
 
 namespace schedext::policy {
 namespace {
@@ -34,17 +35,6 @@ struct NodeNumericSpec {
   std::optional<double> min;
   std::optional<double> max;
 };
-
-// The whole of `text` as a finite double, or nullopt.
-std::optional<double> ParseNumber(std::string_view text) {
-  double value = 0;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc() || ptr != end || !std::isfinite(value)) {
-    return std::nullopt;
-  }
-  return value;
-}
 
 // Shortest text that reads back as `value` ("0.8", "100", "1e+21").
 std::string FormatNumber(double value) {
@@ -159,14 +149,12 @@ class NodeNumeric final : public Policy, public FilterHook, public ScoreHook {
   }
 
  private:
-  // The node's value, else missingValue when configured, else nullopt.
+  // The node's value, else missingValue when configured, else nullopt. A
+  // cached node's value was parsed when the cache stored it (StringMap tags).
   std::optional<double> Value(const model::NodeInfo& node) const {
     const model::StringMap& source = spec_.from_annotation ? node.annotations : node.labels;
-    std::optional<std::string_view> text = source.Find(key_);
-    if (text.has_value()) {
-      if (std::optional<double> value = ParseNumber(*text)) {
-        return value;
-      }
+    if (std::optional<double> value = source.FindNumber(key_)) {
+      return value;
     }
     return spec_.missing_value;
   }
