@@ -60,6 +60,7 @@
 #include <vector>
 
 #include "gen/payload_gen.h"
+#include "gen/prod_objects.h"
 #include "testing/control_plane.h"
 
 extern char** environ;
@@ -69,6 +70,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using schedext::testing::ControlPlane;
 using schedext::testing::ControlPlaneOptions;
+using schedext::bench::NodeObject;
+using schedext::bench::PodObject;
 
 // ---- Options --------------------------------------------------------------------
 
@@ -649,53 +652,6 @@ std::unique_ptr<httplib::SSLClient> AdminClient(const ControlPlane& cp) {
   return c;
 }
 
-constexpr std::string_view kGpuResources =
-    "\"aliyun.com/gpu-count\":\"4\",\"aliyun.com/gpu-mem\":\"64\",";
-
-// The generator's node as a creatable object: kind and apiVersion, no
-// server-owned metadata, every node with 4 shared GPUs of 16 GiB (capacity and
-// allocatable, keys kept sorted as Go writes them).
-std::string NodeObject(std::string_view generated) {
-  std::string o = "{\"apiVersion\":\"v1\",\"kind\":\"Node\",";
-  o.append(generated.substr(1));
-  const size_t uid = o.find(",\"uid\":\"");
-  const size_t labels = o.find(",\"labels\":");
-  if (uid != std::string::npos && labels != std::string::npos && uid < labels) {
-    o.erase(uid, labels - uid);
-  }
-  for (std::string_view key : {"\"capacity\":{", "\"allocatable\":{"}) {
-    const size_t at = o.find(key);
-    if (at != std::string::npos) o.insert(at + key.size(), kGpuResources);
-  }
-  return o;
-}
-
-// A bound pod (no kubelet runs: it stays as created). Every other pod holds
-// 4 GiB of GPU memory on one device, annotated as the device plugin leaves it.
-std::string PodObject(const std::string& name, const std::string& node, size_t index) {
-  const bool gpu = index % 2 == 0;
-  std::string o = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"" + name +
-                  "\",\"namespace\":\"default\",\"labels\":{\"app\":\"bench\",\"tier\":\"" +
-                  (index % 3 == 0 ? "web" : "batch") + "\"}";
-  if (gpu) {
-    o += ",\"annotations\":{\"ALIYUN_COM_GPU_MEM_ASSIGNED\":\"true\","
-         "\"ALIYUN_COM_GPU_MEM_ASSUME_TIME\":\"1710410441000000000\","
-         "\"ALIYUN_COM_GPU_MEM_DEV\":\"16\",\"ALIYUN_COM_GPU_MEM_IDX\":\"" +
-         std::to_string(index / 2 % 4) + "\",\"ALIYUN_COM_GPU_MEM_POD\":\"4\"}";
-  }
-  o += "},\"spec\":{\"nodeName\":\"" + node +
-       "\",\"terminationGracePeriodSeconds\":0,\"containers\":[{\"name\":\"app\",\"image\":"
-       "\"123456789012.dkr.ecr.us-west-2.amazonaws.com/platform/bench:v1.4.2\","
-       "\"resources\":{\"requests\":{\"cpu\":\"" +
-       std::to_string(250 + 50 * (index % 5)) + "m\",\"memory\":\"512Mi\"},\"limits\":{" +
-       (gpu ? std::string("\"aliyun.com/gpu-mem\":\"4\",") : std::string()) +
-       "\"cpu\":\"1\",\"memory\":\"1Gi\"}}},{\"name\":\"istio-proxy\",\"image\":"
-       "\"docker.io/istio/proxyv2:1.20.3\",\"resources\":{\"requests\":{\"cpu\":\"100m\","
-       "\"memory\":\"128Mi\"}}}],\"tolerations\":[{\"key\":\"dedicated\",\"operator\":"
-       "\"Exists\"},{\"key\":\"nvidia.com/gpu\",\"operator\":\"Exists\"}]}}";
-  return o;
-}
-
 // Creates `objects` (path, body) with `threads` connections; the first error.
 std::string CreateAll(const ControlPlane& cp,
                       const std::vector<std::pair<std::string, std::string>>& objects,
@@ -1081,18 +1037,10 @@ int main(int argc, char** argv) {
   // 4 GiB of GPU memory in its app container's limits.
   const std::string names_body =
       set.Body(o.nodes, schedext::bench::Mode::kNames, schedext::bench::Verb::kFilter);
-  std::string gpu_body = names_body;
-  {
-    const std::string limits = "\"limits\":{\"cpu\":\"2\",\"memory\":\"4Gi\"}";
-    const size_t at = gpu_body.find(limits);
-    if (at != std::string::npos) {
-      gpu_body.replace(
-          at, limits.size(),
-          "\"limits\":{\"aliyun.com/gpu-mem\":\"4\",\"cpu\":\"2\",\"memory\":\"4Gi\"}");
-    } else {
-      std::cerr << "schedext-prod-bench: the generator's pod changed shape; no GPU request\n";
-      return 1;
-    }
+  const std::string gpu_body = schedext::bench::GpuNamesBody(names_body);
+  if (gpu_body.empty()) {
+    std::cerr << "schedext-prod-bench: the generator's pod changed shape; no GPU request\n";
+    return 1;
   }
   auto body_of = [&](const std::string& profile) -> const std::string& {
     return std::find(o.gpu_profiles.begin(), o.gpu_profiles.end(), profile) != o.gpu_profiles.end()

@@ -1,0 +1,73 @@
+#include "gen/prod_objects.h"
+
+namespace schedext::bench {
+namespace {
+
+constexpr std::string_view kGpuResources =
+    "\"aliyun.com/gpu-count\":\"4\",\"aliyun.com/gpu-mem\":\"64\",";
+
+}  // namespace
+
+std::string NodeObject(std::string_view generated) {
+  std::string o = "{\"apiVersion\":\"v1\",\"kind\":\"Node\",";
+  o.append(generated.substr(1));
+  const size_t uid = o.find(",\"uid\":\"");
+  const size_t labels = o.find(",\"labels\":");
+  if (uid != std::string::npos && labels != std::string::npos && uid < labels) {
+    o.erase(uid, labels - uid);
+  }
+  for (std::string_view key : {"\"capacity\":{", "\"allocatable\":{"}) {
+    const size_t at = o.find(key);
+    if (at != std::string::npos) o.insert(at + key.size(), kGpuResources);
+  }
+  return o;
+}
+
+std::string PodObject(const std::string& name, const std::string& node, size_t index) {
+  const bool gpu = index % 2 == 0;
+  std::string o = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"" + name +
+                  "\",\"namespace\":\"default\",\"labels\":{\"app\":\"bench\",\"tier\":\"" +
+                  (index % 3 == 0 ? "web" : "batch") + "\"}";
+  if (gpu) {
+    o += ",\"annotations\":{\"ALIYUN_COM_GPU_MEM_ASSIGNED\":\"true\","
+         "\"ALIYUN_COM_GPU_MEM_ASSUME_TIME\":\"1710410441000000000\","
+         "\"ALIYUN_COM_GPU_MEM_DEV\":\"16\",\"ALIYUN_COM_GPU_MEM_IDX\":\"" +
+         std::to_string(index / 2 % 4) + "\",\"ALIYUN_COM_GPU_MEM_POD\":\"4\"}";
+  }
+  o += "},\"spec\":{\"nodeName\":\"" + node +
+       "\",\"terminationGracePeriodSeconds\":0,\"containers\":[{\"name\":\"app\",\"image\":"
+       "\"123456789012.dkr.ecr.us-west-2.amazonaws.com/platform/bench:v1.4.2\","
+       "\"resources\":{\"requests\":{\"cpu\":\"" +
+       std::to_string(250 + 50 * (index % 5)) + "m\",\"memory\":\"512Mi\"},\"limits\":{" +
+       (gpu ? std::string("\"aliyun.com/gpu-mem\":\"4\",") : std::string()) +
+       "\"cpu\":\"1\",\"memory\":\"1Gi\"}}},{\"name\":\"istio-proxy\",\"image\":"
+       "\"docker.io/istio/proxyv2:1.20.3\",\"resources\":{\"requests\":{\"cpu\":\"100m\","
+       "\"memory\":\"128Mi\"}}}],\"tolerations\":[{\"key\":\"dedicated\",\"operator\":"
+       "\"Exists\"},{\"key\":\"nvidia.com/gpu\",\"operator\":\"Exists\"}]}}";
+  return o;
+}
+
+std::string WithServerMetadata(std::string_view object, std::string_view uid) {
+  constexpr std::string_view kMetadata = "\"metadata\":{";
+  std::string o(object);
+  const size_t at = o.find(kMetadata);
+  if (at != std::string::npos) {
+    o.insert(at + kMetadata.size(),
+             "\"uid\":\"" + std::string(uid) + "\",\"resourceVersion\":\"1\",");
+  }
+  return o;
+}
+
+std::string GpuNamesBody(const std::string& names_body) {
+  const std::string limits = "\"limits\":{\"cpu\":\"2\",\"memory\":\"4Gi\"}";
+  std::string body = names_body;
+  const size_t at = body.find(limits);
+  if (at == std::string::npos) {
+    return "";
+  }
+  body.replace(at, limits.size(),
+               "\"limits\":{\"aliyun.com/gpu-mem\":\"4\",\"cpu\":\"2\",\"memory\":\"4Gi\"}");
+  return body;
+}
+
+}  // namespace schedext::bench
