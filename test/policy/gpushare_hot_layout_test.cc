@@ -176,8 +176,8 @@ TEST(GpuShareHotLayoutTest, AccountingCountsDevicesBeyondInline) {
   state = Add(accounting, state, on18, -1);
   state = Add(accounting, state, on18, -1);
   const GpuUsage& after = static_cast<const GpuNodeState&>(*state).gpu;
-  const GpuUsage& fresh =
-      static_cast<const GpuNodeState&>(*Add(accounting, nullptr, on3, +1)).gpu;
+  const std::shared_ptr<const model::NodeState> recounted = Add(accounting, nullptr, on3, +1);
+  const GpuUsage& fresh = static_cast<const GpuNodeState&>(*recounted).gpu;
   EXPECT_EQ(after.used, fresh.used);
   EXPECT_EQ(after.pods, fresh.pods);
   EXPECT_EQ(after.used, (std::vector<int64_t>{0, 0, 0, 2}));
