@@ -28,15 +28,6 @@ void RequestState::Set(const void* owner, std::unique_ptr<StateData> data) {
   slots_.emplace_back(owner, std::move(data));
 }
 
-const StateData* RequestState::Get(const void* owner) const {
-  for (const auto& slot : slots_) {
-    if (slot.first == owner) {
-      return slot.second.get();
-    }
-  }
-  return nullptr;
-}
-
 void ScoreHook::Normalize(const RequestState& /*state*/, std::span<int64_t> scores) const {
   for (int64_t& score : scores) {
     score = std::clamp<int64_t>(score, 0, kMaxNodeScore);

@@ -32,35 +32,60 @@ class NodeState {
 
 // The states of one node, by slot (policy::NodeStateSlot). A null entry, or a
 // slot past the end, means "nothing counted on this node".
+//
+// The first kInlineSlots slots live in the object itself (in the node's
+// NodeUsage): a per-node hook's Get reads the state's pointer from there
+// instead of from a separate heap block per node. Later slots, which no
+// built-in policy needs, go to a vector.
 class NodeStates {
  public:
+  static constexpr size_t kInlineSlots = 2;
+
   const NodeState* Get(size_t slot) const {
-    return slot < states_.size() ? states_[slot].get() : nullptr;
+    if (slot < kInlineSlots) {
+      return inline_[slot].get();
+    }
+    return slot - kInlineSlots < more_.size() ? more_[slot - kInlineSlots].get() : nullptr;
   }
   // The owning pointer of slot `slot` (null when empty), for building the
   // next version of the state.
   std::shared_ptr<const NodeState> GetShared(size_t slot) const {
-    return slot < states_.size() ? states_[slot] : nullptr;
+    if (slot < kInlineSlots) {
+      return inline_[slot];
+    }
+    return slot - kInlineSlots < more_.size() ? more_[slot - kInlineSlots] : nullptr;
   }
-  // Sets slot `slot`, growing the table as needed; a null `state` clears it
-  // (trailing empty slots are dropped, so equal contents compare equal).
+  // Sets slot `slot`; a null `state` clears it. size() stays one past the
+  // last non-empty slot, so equal contents compare equal.
   void Set(size_t slot, std::shared_ptr<const NodeState> state) {
-    if (slot >= states_.size()) {
-      if (state == nullptr) {
-        return;
+    if (slot < kInlineSlots) {
+      inline_[slot] = std::move(state);
+    } else {
+      const size_t index = slot - kInlineSlots;
+      if (index >= more_.size()) {
+        if (state == nullptr) {
+          return;
+        }
+        more_.resize(index + 1);
       }
-      states_.resize(slot + 1);
+      more_[index] = std::move(state);
+      while (!more_.empty() && more_.back() == nullptr) {
+        more_.pop_back();
+      }
     }
-    states_[slot] = std::move(state);
-    while (!states_.empty() && states_.back() == nullptr) {
-      states_.pop_back();
+    size_ = kInlineSlots + more_.size();
+    while (size_ > 0 && Get(size_ - 1) == nullptr) {
+      --size_;
     }
   }
-  bool empty() const { return states_.empty(); }
-  size_t size() const { return states_.size(); }
+  bool empty() const { return size_ == 0; }
+  // One past the last non-empty slot.
+  size_t size() const { return size_; }
 
  private:
-  std::vector<std::shared_ptr<const NodeState>> states_;
+  std::shared_ptr<const NodeState> inline_[kInlineSlots];
+  std::vector<std::shared_ptr<const NodeState>> more_;  // slots kInlineSlots, ...
+  size_t size_ = 0;
 };
 
 }  // namespace schedext::model

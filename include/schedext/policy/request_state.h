@@ -23,8 +23,16 @@ class RequestState {
   // Stores `data` under `owner` (normally the hook's `this`), replacing any
   // previous value.
   void Set(const void* owner, std::unique_ptr<StateData> data);
-  // What `owner` stored, or nullptr.
-  const StateData* Get(const void* owner) const;
+  // What `owner` stored, or nullptr. Inline: per-node hooks call it for
+  // every node, and a request holds a handful of slots.
+  const StateData* Get(const void* owner) const {
+    for (const auto& slot : slots_) {
+      if (slot.first == owner) {
+        return slot.second.get();
+      }
+    }
+    return nullptr;
+  }
   // Get() cast to the type the owner stored.
   template <typename T>
   const T* GetAs(const void* owner) const {

@@ -100,8 +100,8 @@ std::shared_ptr<const model::NodeState> GpuAccounting::Refresh(
 
 std::string GpuAccounting::EncodeState(const model::NodeState& state) const {
   const GpuUsage& gpu = static_cast<const GpuNodeState&>(state).gpu;
-  return nlohmann::json{{"used", gpu.used},
-                        {"pods", gpu.pods},
+  return nlohmann::json{{"used", std::vector<int64_t>(gpu.used.begin(), gpu.used.end())},
+                        {"pods", std::vector<int32_t>(gpu.pods.begin(), gpu.pods.end())},
                         {"unassigned", gpu.unassigned},
                         {"unhealthy", gpu.unhealthy}}
       .dump();

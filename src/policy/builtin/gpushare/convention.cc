@@ -38,10 +38,32 @@ GpuShape NodeGpuShape(const NodeInfo& node, const GpuShareConvention& convention
 }
 
 GpuShape NodeGpuShape(const NodeInfo& node, const GpuResourceNames& names) {
+  const model::ResourceList& capacity = node.capacity;
+  int64_t count = 0;
+  int64_t memory = 0;
+  if (names.count.ComparableIn(capacity.ids_from()) &&
+      names.memory.ComparableIn(capacity.ids_from()) && names.count.id > model::kPodsNameId &&
+      names.memory.id > model::kPodsNameId && names.count.id != names.memory.id) {
+    // Both extended resources in one pass over the scalars, each the first
+    // entry with its id, as ResourceList::Get finds it.
+    bool found_count = false;
+    bool found_memory = false;
+    for (const model::ScalarResource& s : capacity.scalars) {
+      if (s.id == names.count.id && !found_count) {
+        count = s.amount;
+        found_count = true;
+      } else if (s.id == names.memory.id && !found_memory) {
+        memory = s.amount;
+        found_memory = true;
+      }
+    }
+  } else {
+    count = capacity.Get(names.count);
+    memory = capacity.Get(names.memory);
+  }
   GpuShape shape;
-  shape.count =
-      static_cast<int>(std::clamp<int64_t>(node.capacity.Get(names.count), 0, kMaxGpuDevices));
-  shape.total_memory = std::max<int64_t>(0, node.capacity.Get(names.memory));
+  shape.count = static_cast<int>(std::clamp<int64_t>(count, 0, kMaxGpuDevices));
+  shape.total_memory = std::max<int64_t>(0, memory);
   shape.device_memory = shape.count > 0 ? shape.total_memory / shape.count : 0;
   return shape;
 }
@@ -80,13 +102,18 @@ std::optional<std::string_view> UnhealthyConfigMapNode(std::string_view namespac
 }
 
 GpuPlacement PlaceOnGpu(const GpuShape& shape, const GpuUsage* usage, int64_t request) {
+  // The usage's fields read once, then a loop over plain values (what
+  // UsedOn/Unhealthy answer per device).
+  const uint64_t unhealthy = usage != nullptr ? usage->unhealthy : 0;
+  const int64_t* used = usage != nullptr ? usage->used.data() : nullptr;
+  const int counted = usage != nullptr ? static_cast<int>(usage->used.size()) : 0;
   GpuPlacement placement;
   for (int device = 0; device < shape.count; ++device) {
-    if (usage != nullptr && usage->Unhealthy(device)) {
+    if (device < kMaxGpuDevices && ((unhealthy >> device) & 1U) != 0) {
       continue;
     }
-    const int64_t used = usage != nullptr ? usage->UsedOn(device) : 0;
-    const int64_t free = std::max<int64_t>(0, shape.device_memory - used);
+    const int64_t used_here = device < counted ? used[device] : 0;
+    const int64_t free = std::max<int64_t>(0, shape.device_memory - used_here);
     placement.largest_free = std::max(placement.largest_free, free);
     if (shape.device_memory >= request) {
       placement.could_fit = true;

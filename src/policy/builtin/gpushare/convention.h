@@ -22,8 +22,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "policy/builtin/gpushare/device_vector.h"
 #include "schedext/model/name_table.h"
 #include "schedext/model/node_info.h"
 #include "schedext/model/pod_info.h"
@@ -38,18 +40,30 @@ using model::PodInfo;
 inline constexpr int kMaxGpuDevices = 64;
 
 // Shared-GPU state of one node, as the policy's accounting counts it in the
-// cluster cache (accounting.h).
+// cluster cache (accounting.h). Laid out for the per-node Filter and Score:
+// the unhealthy mask and the used amounts of the first kInlineDevices devices
+// sit together at the start (device_vector.h), the pod counts they do not
+// read after them.
 struct GpuUsage {
+  GpuUsage() = default;
+  // In the order the fields were once declared (tests spell usages so).
+  GpuUsage(DeviceVector<int64_t> used_memory, DeviceVector<int32_t> pods_on,
+           int64_t unassigned_memory, uint64_t unhealthy_mask)
+      : unhealthy(unhealthy_mask),
+        used(std::move(used_memory)),
+        pods(std::move(pods_on)),
+        unassigned(unassigned_memory) {}
+
+  // Bit i: device i is listed in the node's unhealthy ConfigMap.
+  uint64_t unhealthy = 0;
   // Per device index: Σ GPU memory (in the device plugin's unit) of the pods
   // bound or reserved here whose index annotation names that device, and how
   // many they are. Sized to the highest index seen (not to the node's count).
-  std::vector<int64_t> used;
-  std::vector<int32_t> pods;
+  DeviceVector<int64_t> used;
+  DeviceVector<int32_t> pods;
   // GPU memory of pods counted on this node that ask for GPU memory but carry
   // no (valid) device index annotation: on no device; shown by inspect.
   int64_t unassigned = 0;
-  // Bit i: device i is listed in the node's unhealthy ConfigMap.
-  uint64_t unhealthy = 0;
 
   int64_t UsedOn(int device) const {
     return device >= 0 && static_cast<size_t>(device) < used.size() ? used[device] : 0;

@@ -172,12 +172,12 @@ class GpuShare final : public Policy,
     if (data->request == 0) {
       return Verdict::Success();
     }
+    const GpuUsage* usage = PrefetchedUsageOf(node);
     const GpuShape shape = NodeGpuShape(node, resource_names_);
     if (!shape.has_gpus()) {
       return Verdict::Unresolvable(kNoSharedGpu);
     }
-    const GpuPlacement placement =
-        PlaceOnGpu(shape, UsageOf(node, slot_, kNoGpuUsage), data->request);
+    const GpuPlacement placement = PlaceOnGpu(shape, usage, data->request);
     if (placement.device >= 0) {
       return Verdict::Success();
     }
@@ -212,11 +212,11 @@ class GpuShare final : public Policy,
     if (request == 0) {
       return 0;
     }
+    const GpuUsage* usage = PrefetchedUsageOf(node);
     const GpuShape shape = NodeGpuShape(node, resource_names_);
     if (!shape.has_gpus()) {
       return 0;
     }
-    const GpuUsage* usage = UsageOf(node, slot_, kNoGpuUsage);
     const GpuPlacement placement = PlaceOnGpu(shape, usage, request);
     if (placement.device < 0) {
       return 0;
@@ -314,6 +314,19 @@ class GpuShare final : public Policy,
   // both PreFilter and PreScore.
   const void* FilterKey() const { return static_cast<const FilterHook*>(this); }
   const void* ScoreKey() const { return static_cast<const ScoreHook*>(this); }
+
+  // UsageOf, with the cache lines the placement reads from the node's GPU
+  // state requested at once: that miss then overlaps the one of the node's
+  // capacity that NodeGpuShape takes next, instead of following it.
+  const GpuUsage* PrefetchedUsageOf(const model::NodeInfo& node) const {
+    const GpuUsage* usage = UsageOf(node, slot_, kNoGpuUsage);
+    if (usage != nullptr) {
+      // The mask, the size and the first devices' used amounts.
+      __builtin_prefetch(usage);
+      __builtin_prefetch(reinterpret_cast<const char*>(usage) + 48);
+    }
+    return usage;
+  }
 
   // "8 GiB".
   std::string Amount(int64_t amount) const {
