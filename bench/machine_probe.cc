@@ -10,13 +10,15 @@
 //          TLB misses and the host's backing of the guest's pages included.
 //   echo   --echo-mb MiB sent to a loopback TCP peer that reads them whole and
 //          sends them back, as a full-mode filter's body and reply travel:
-//          the transport floor under any full-mode latency (0: skipped).
+//          the transport floor under any full-mode latency (0: skipped);
+//          --echo-kb KiB the same at a names-mode body's size (5,000 names
+//          ≈ 230 KiB in, the names or scores back), repeated more often.
 // A steady machine prints the same number in every sample of a probe. The
 // schedext request path is the chase kind (thousands of scattered node
 // entries), so a machine whose chase samples jump between levels for seconds
 // at a time gives request costs that jump the same way (docs/benchmarks.md).
 //
-//   schedext-machine-probe [--samples 40] [--mb 4,64] [--echo-mb 55]
+//   schedext-machine-probe [--samples 40] [--mb 4,64] [--echo-mb 55] [--echo-kb 256]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -109,9 +111,8 @@ bool WriteAll(int fd, const char* data, size_t n) {
   return true;
 }
 
-// ms per round trip of `mib` MiB each way through 127.0.0.1; empty on error.
-std::vector<double> EchoSamples(size_t mib, int samples) {
-  const size_t n = mib * 1024 * 1024;
+// ms per round trip of `n` bytes each way through 127.0.0.1; empty on error.
+std::vector<double> EchoSamples(size_t n, int samples) {
   const int listener = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -155,7 +156,7 @@ void Print(const char* what, const std::vector<double>& samples) {
   std::printf("%-12s min %7.2f  median %7.2f  max %7.2f  max/min %5.2fx  samples:", what,
               sorted.front(), sorted[sorted.size() / 2], sorted.back(),
               sorted.back() / sorted.front());
-  for (double s : samples) std::printf(" %.1f", s);
+  for (double s : samples) std::printf(" %.3g", s);
   std::printf("\n");
 }
 
@@ -165,12 +166,15 @@ int main(int argc, char** argv) {
   int samples = 40;
   std::vector<size_t> sizes = {4, 64};
   size_t echo_mb = 0;
+  size_t echo_kb = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string_view flag = argv[i];
     if (flag == "--samples") {
       samples = std::max(1, std::atoi(argv[i + 1]));
     } else if (flag == "--echo-mb") {
       echo_mb = std::stoul(argv[i + 1]);
+    } else if (flag == "--echo-kb") {
+      echo_kb = std::stoul(argv[i + 1]);
     } else if (flag == "--mb") {
       sizes.clear();
       for (std::string_view list = argv[i + 1]; !list.empty();) {
@@ -179,7 +183,9 @@ int main(int argc, char** argv) {
         list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
       }
     } else {
-      std::fprintf(stderr, "usage: schedext-machine-probe [--samples N] [--mb 4,64] [--echo-mb 55]\n");
+      std::fprintf(stderr,
+                   "usage: schedext-machine-probe [--samples N] [--mb 4,64] [--echo-mb 55] "
+                   "[--echo-kb 256]\n");
       return 2;
     }
   }
@@ -194,14 +200,26 @@ int main(int argc, char** argv) {
     const std::string label = "chase " + std::to_string(mib) + "M";
     Print(label.c_str(), chase);
   }
+  struct Echo {
+    size_t bytes;
+    int samples;
+    std::string label;
+  };
+  std::vector<Echo> echoes;
   if (echo_mb > 0) {
-    const std::vector<double> echo = EchoSamples(echo_mb, std::min(samples, 10));
+    echoes.push_back(
+        {echo_mb << 20, std::min(samples, 10), "echo " + std::to_string(echo_mb) + "M ms"});
+  }
+  if (echo_kb > 0) {
+    echoes.push_back({echo_kb << 10, samples, "echo " + std::to_string(echo_kb) + "K ms"});
+  }
+  for (const Echo& e : echoes) {
+    const std::vector<double> echo = EchoSamples(e.bytes, e.samples);
     if (echo.empty()) {
       std::fprintf(stderr, "schedext-machine-probe: loopback echo failed\n");
       return 1;
     }
-    const std::string label = "echo " + std::to_string(echo_mb) + "M ms";
-    Print(label.c_str(), echo);
+    Print(e.label.c_str(), echo);
   }
   return 0;
 }

@@ -13,6 +13,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "cluster/flat_persistent_map.h"
 #include "cluster/persistent_map.h"
 
 namespace schedext::cluster {
@@ -77,7 +78,7 @@ struct PodKeyOf {
   std::string_view operator()(const PodEntry& e) const { return e.pod->uid(); }
 };
 
-using NodeMap = PersistentMap<NodeEntry, NodeKeyOf>;
+using NodeMap = FlatPersistentMap<NodeEntry, NodeKeyOf>;
 using PodMap = PersistentMap<PodEntry, PodKeyOf>;
 
 struct CacheState {

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "cluster/flat_persistent_map.h"
 #include "cluster/persistent_map.h"
 #include "testing/model_builders.h"
 
@@ -458,10 +459,11 @@ TEST(CacheTest, PersistentMapSharesUntouchedEntries) {
   EXPECT_EQ(emptied.Find("k1"), nullptr);
 }
 
-// Random sets, replacements and erasures checked against std::map after every
-// step, and against the map as it was before the step (it must not change).
-template <typename Hasher>
-void CheckPersistentMapAgainstModel(uint32_t seed) {
+// Random sets, replacements and erasures of `distinct` keys checked against
+// std::map after every step, and against the map as it was before the step
+// (it must not change). Either map type (the trie or the flat table).
+template <template <typename, typename, typename> class MapType, typename Hasher>
+void CheckMapAgainstModel(uint32_t seed, int distinct = 300, int steps = 3000) {
   struct Item {
     std::string key;
     int value;
@@ -469,14 +471,16 @@ void CheckPersistentMapAgainstModel(uint32_t seed) {
   struct KeyOf {
     std::string_view operator()(const Item& i) const { return i.key; }
   };
-  using Map = internal::PersistentMap<Item, KeyOf, Hasher>;
+  using Map = MapType<Item, KeyOf, Hasher>;
   std::mt19937 random(seed);
   Map map;
   std::map<std::string, int> model;
-  for (int step = 0; step < 3000; ++step) {
-    const std::string key = "key-" + std::to_string(random() % 300);
+  for (int step = 0; step < steps; ++step) {
+    const std::string key = "key-" + std::to_string(random() % distinct);
     const Map before = map;
-    const std::map<std::string, int> model_before = model;
+    const bool check_all = step % 97 == 0 || step == steps - 1;
+    const std::map<std::string, int> model_before =
+        check_all ? model : std::map<std::string, int>();
     if (random() % 3 == 0) {
       map = map.Erase(key);
       model.erase(key);
@@ -490,7 +494,7 @@ void CheckPersistentMapAgainstModel(uint32_t seed) {
     if (found != nullptr) {
       EXPECT_EQ((*found)->value, model[key]);
     }
-    if (step % 97 == 0) {
+    if (check_all) {
       for (const auto& [k, v] : model) {
         found = map.Find(k);
         ASSERT_NE(found, nullptr) << k;
@@ -511,7 +515,7 @@ void CheckPersistentMapAgainstModel(uint32_t seed) {
       // FindMany answers exactly what Find does, for present and absent keys,
       // in any order, repeated, across group boundaries.
       std::vector<std::string> keys;
-      for (int k = 0; k < 300; ++k) {
+      for (int k = 0; k < distinct; ++k) {
         keys.push_back("key-" + std::to_string(k));
       }
       keys.push_back("key-7");
@@ -539,9 +543,12 @@ void CheckPersistentMapAgainstModel(uint32_t seed) {
   EXPECT_EQ(calls, 2);
 }
 
-TEST(CacheTest, PersistentMapMatchesAModel) {
-  CheckPersistentMapAgainstModel<internal::KeyHash>(1);
-}
+template <typename V, typename KeyOf, typename Hasher>
+using Trie = internal::PersistentMap<V, KeyOf, Hasher>;
+template <typename V, typename KeyOf, typename Hasher>
+using Flat = internal::FlatPersistentMap<V, KeyOf, Hasher>;
+
+TEST(CacheTest, PersistentMapMatchesAModel) { CheckMapAgainstModel<Trie, internal::KeyHash>(1); }
 
 TEST(CacheTest, PersistentMapKeepsKeysWhoseHashesCollide) {
   // Three full hashes that agree in all but the lowest bits: every key sits
@@ -549,14 +556,84 @@ TEST(CacheTest, PersistentMapKeepsKeysWhoseHashesCollide) {
   struct ThreeHashes {
     uint64_t operator()(std::string_view key) const { return key.back() % 3; }
   };
-  CheckPersistentMapAgainstModel<ThreeHashes>(2);
+  CheckMapAgainstModel<Trie, ThreeHashes>(2);
   // Hashes that agree in their low 50 bits: deep paths, few buckets.
   struct LowBitsAgree {
     uint64_t operator()(std::string_view key) const {
       return internal::KeyHash{}(key) << 50;
     }
   };
-  CheckPersistentMapAgainstModel<LowBitsAgree>(3);
+  CheckMapAgainstModel<Trie, LowBitsAgree>(3);
+}
+
+TEST(CacheTest, FlatPersistentMapMatchesAModel) {
+  CheckMapAgainstModel<Flat, internal::KeyHash>(4);
+  // Enough keys to double the table a few times, with erasures between.
+  CheckMapAgainstModel<Flat, internal::KeyHash>(5, 6000, 20000);
+}
+
+TEST(CacheTest, FlatPersistentMapKeepsKeysWhoseHashesCollide) {
+  // Three full hashes: every key probes from one of three home slots, in
+  // runs hundreds of slots long that erasures must close up.
+  struct ThreeHashes {
+    uint64_t operator()(std::string_view key) const { return key.back() % 3; }
+  };
+  CheckMapAgainstModel<Flat, ThreeHashes>(6);
+  // Home slots at the end of the table: the runs wrap round to slot 0.
+  struct AtTheEnd {
+    uint64_t operator()(std::string_view key) const { return ~uint64_t{0} - key.back() % 3; }
+  };
+  CheckMapAgainstModel<Flat, AtTheEnd>(7);
+  // Distinct hashes whose low bits agree in groups of four.
+  struct LowBitsAgree {
+    uint64_t operator()(std::string_view key) const {
+      const uint64_t h = internal::KeyHash{}(key);
+      return (h << 40) | ((h >> 2) & 0xff);
+    }
+  };
+  CheckMapAgainstModel<Flat, LowBitsAgree>(8, 1500, 5000);
+}
+
+TEST(CacheTest, FlatPersistentMapSharesUntouchedBlocks) {
+  struct Item {
+    std::string key;
+    int value;
+  };
+  struct KeyOf {
+    std::string_view operator()(const Item& i) const { return i.key; }
+  };
+  using Map = internal::FlatPersistentMap<Item, KeyOf>;
+  Map map;
+  for (int i = 0; i < 5000; ++i) {
+    map = map.Set(std::make_shared<const Item>(Item{"k" + std::to_string(i), i}));
+  }
+  EXPECT_EQ(map.capacity(), 8192u);  // doubled while below 70 % full
+  const Map before = map;
+  size_t copied = 0;
+  const Map after = map.Set(std::make_shared<const Item>(Item{"k42", -1}), &copied);
+  // The root (8 block pointers), one middle block (32) and one leaf (32).
+  EXPECT_EQ(copied, 8u + 32u + 32u);
+  copied = 0;
+  const Map erased = after.Erase("k7", &copied);
+  EXPECT_GE(copied, 8u + 32u + 32u);
+  EXPECT_LE(copied, 8u + 2 * (32u + 32u));  // a probe run may cross into the next leaf
+  EXPECT_EQ((*before.Find("k42"))->value, 42);
+  EXPECT_EQ((*after.Find("k42"))->value, -1);
+  EXPECT_NE(after.Find("k7"), nullptr);
+  EXPECT_EQ(erased.Find("k7"), nullptr);
+  EXPECT_EQ(erased.size(), 4999u);
+  EXPECT_EQ(before.Find("k100")->get(), erased.Find("k100")->get());
+  Map emptied = erased;
+  for (int i = 0; i < 5000; ++i) {
+    emptied = emptied.Erase("k" + std::to_string(i));
+  }
+  EXPECT_TRUE(emptied.empty());
+  EXPECT_EQ(emptied.Find("k1"), nullptr);
+  size_t count = 0;
+  emptied.ForEach([&](const std::shared_ptr<const Item>&) { ++count; });
+  EXPECT_EQ(count, 0u);
+  EXPECT_EQ(before.size(), 5000u);  // every version still whole
+  EXPECT_EQ((*before.Find("k7"))->value, 7);
 }
 
 TEST(CacheTest, KeyHashSpreadsNodeNamesOverTheLowBits) {
