@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -18,6 +19,7 @@
 
 #include "policy/builtin/gpushare/accounting.h"
 #include "schedext/config/config.h"
+#include "schedext/model/quantity.h"
 #include "schedext/pipeline/profile.h"
 #include "schedext/policy/policy.h"
 #include "schedext/policy/policy_host.h"
@@ -285,8 +287,8 @@ int64_t ExpectedScore(const NodeSpec& spec, int64_t request, bool spread) {
   };
   auto healthy = [&](int64_t d) { return !counted || ((spec.unhealthy >> d) & 1U) == 0; };
   int64_t best_after = -1;
-  int64_t free_sum = 0;
-  int64_t total = 0;
+  model::Int128 free_sum = 0;
+  model::Int128 total = 0;
   for (int64_t d = 0; d < count; ++d) {
     if (!healthy(d)) {
       continue;
@@ -301,8 +303,53 @@ int64_t ExpectedScore(const NodeSpec& spec, int64_t request, bool spread) {
   if (best_after < 0) {
     return 0;
   }
-  return spread ? 100 * (free_sum - request) / total
-                : 100 * (device_memory - best_after) / device_memory;
+  return static_cast<int64_t>(spread ? 100 * (free_sum - request) / total
+                                     : model::Int128(100) * (device_memory - best_after) /
+                                           device_memory);
+}
+
+// Amounts near the int64 limits: where 100 × a node's sums leaves 64 bits,
+// and just below it.
+TEST(GpuShareTest, ScoresHugeDevicesExactly) {
+  TestArena arena;
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kSmall = kMax / 100 / 64;  // the largest device scored in 64 bits
+  const std::vector<NodeSpec> specs = {
+      {1, kSmall, {kSmall / 3}, 0, true, true},
+      {1, kSmall + 1, {kSmall / 3}, 0, true, true},
+      {1, kMax, {kMax / 3}, 0, true, true},
+      {2, kMax, {kMax / 2 - 10, 0}, 0, true, true},
+      {64, 64 * kSmall, {kSmall - 1}, 0, true, true},
+      {64, 64 * (kSmall + 1), {kSmall}, 0, true, true},
+      {64, 64 * kSmall, {}, 0, true, true},  // 100 × Σ free just fits in 64 bits
+      {64, 64 * (kSmall + 1), {}, 0, true, true},  // ... and just does not
+      {64, kMax, {kMax / 64 - 1, 5, kMax / 64}, uint64_t{1} << 63, true, true},
+      {3, kMax, {kMax, kMax / 2, 1}, 0, true, true},  // over-committed devices
+  };
+  std::vector<model::NodeInfo> nodes;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    nodes.push_back(GpuNode(arena, "n" + std::to_string(i), specs[i].count, specs[i].total,
+                            specs[i].used, specs[i].unhealthy));
+  }
+  for (const bool spread : {false, true}) {
+    std::unique_ptr<Policy> policy =
+        MustCreate(spread ? R"({"scoring": "spread"})" : R"({"scoring": "binpack"})");
+    ASSERT_NE(policy, nullptr);
+    for (const int64_t request : {int64_t{1}, int64_t{7}, kSmall / 2, kMax / 4}) {
+      SCOPED_TRACE(std::string(spread ? "spread" : "binpack") + ", request " +
+                   std::to_string(request));
+      std::vector<int64_t> want;
+      for (const NodeSpec& spec : specs) {
+        want.push_back(ExpectedScore(spec, request, spread));
+      }
+      EXPECT_EQ(Scores(*policy, GpuPod(arena, request), nodes), want);
+    }
+  }
+  // Spot checks of the reference itself: 100 × (k/3 + 1) / k on device 0 of
+  // the first node; (Σ free − 7) / Σ device memory on the fourth.
+  EXPECT_EQ(ExpectedScore(specs[0], 1, false), 33);
+  EXPECT_EQ(ExpectedScore(specs[3], 7, false), 99);
+  EXPECT_EQ(ExpectedScore(specs[3], 7, true), 50);
 }
 
 // PreScore scores every node ahead of the per-node calls; Score must answer

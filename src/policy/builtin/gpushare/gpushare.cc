@@ -53,6 +53,11 @@ constexpr std::string_view kNoDeviceAfterEviction =
 // link (PrefetchAhead).
 constexpr size_t kPrefetchStride = 4;
 
+// Device memory up to which kMaxNodeScore × (a sum over every device) fits in
+// an int64 (ScoreNode).
+constexpr int64_t kSmallDevice =
+    std::numeric_limits<int64_t>::max() / kMaxNodeScore / gpushare::kMaxGpuDevices;
+
 // Rejection texts with the node's largest free amount are prepared for this
 // many amounts at most: enough for every realistic request in GiB, and a
 // bound on what one request costs in PreFilter.
@@ -347,10 +352,17 @@ class GpuShare final : public Policy,
     if (placement.device < 0) {
       return 0;
     }
+    // Every amount below is in [0, device_memory × kMaxGpuDevices]: with
+    // devices up to kSmallDevice the products fit in 64 bits, and the 64-bit
+    // division gives the 128-bit one's quotient.
+    const bool small = shape.device_memory <= kSmallDevice;
     if (scoring_ == Scoring::kBinpack) {
-      return static_cast<int64_t>(Int128(kMaxNodeScore) *
-                                  (shape.device_memory - placement.free_after) /
-                                  shape.device_memory);
+      // free_after <= device_memory: the numerator is in [0, device memory].
+      const int64_t filled = shape.device_memory - placement.free_after;
+      if (small) {
+        return kMaxNodeScore * filled / shape.device_memory;
+      }
+      return static_cast<int64_t>(Int128(kMaxNodeScore) * filled / shape.device_memory);
     }
     Int128 free = 0;
     Int128 total = 0;
@@ -363,6 +375,9 @@ class GpuShare final : public Policy,
       total += shape.device_memory;
     }
     // The request fits on a healthy device, so 0 <= free - request <= total.
+    if (small) {
+      return kMaxNodeScore * static_cast<int64_t>(free - request) / static_cast<int64_t>(total);
+    }
     return static_cast<int64_t>(Int128(kMaxNodeScore) * (free - request) / total);
   }
 
