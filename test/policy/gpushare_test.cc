@@ -2,20 +2,24 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "policy/builtin/gpushare/accounting.h"
 #include "schedext/config/config.h"
+#include "schedext/model/quantity.h"
 #include "schedext/pipeline/profile.h"
 #include "schedext/policy/policy.h"
 #include "schedext/policy/policy_host.h"
@@ -257,6 +261,221 @@ TEST(GpuShareTest, ScoresBinpackAndSpread) {
     EXPECT_EQ(Scores(*policy, pod, nodes), c.want);
     // A pod without GPU memory is neutral everywhere.
     EXPECT_EQ(Scores(*policy, GpuPod(arena, 0), nodes), std::vector<int64_t>(nodes.size(), 0));
+  }
+}
+
+// What a node of the many-node score test holds.
+struct NodeSpec {
+  int64_t count = 0;
+  int64_t total = 0;
+  std::vector<int64_t> used;
+  uint64_t unhealthy = 0;
+  bool state = true;  // a GPU state in GpuShare's slot (else nothing counted)
+  bool usage = true;  // any usage at all (else schedext without its cache)
+};
+
+// The documented score (gpushare.h), computed on the spec alone.
+int64_t ExpectedScore(const NodeSpec& spec, int64_t request, bool spread) {
+  const int64_t count = std::min<int64_t>(spec.count, 64);
+  const int64_t device_memory = count > 0 ? spec.total / count : 0;
+  if (request == 0 || count <= 0 || device_memory <= 0) {
+    return 0;
+  }
+  const bool counted = spec.usage && spec.state;
+  auto used_on = [&](int64_t d) {
+    return counted && d < static_cast<int64_t>(spec.used.size()) ? spec.used[d] : 0;
+  };
+  auto healthy = [&](int64_t d) { return !counted || ((spec.unhealthy >> d) & 1U) == 0; };
+  int64_t best_after = -1;
+  model::Int128 free_sum = 0;
+  model::Int128 total = 0;
+  for (int64_t d = 0; d < count; ++d) {
+    if (!healthy(d)) {
+      continue;
+    }
+    const int64_t free = std::max<int64_t>(0, device_memory - used_on(d));
+    if (free >= request && (best_after < 0 || free - request < best_after)) {
+      best_after = free - request;
+    }
+    free_sum += free;
+    total += device_memory;
+  }
+  if (best_after < 0) {
+    return 0;
+  }
+  return static_cast<int64_t>(spread ? 100 * (free_sum - request) / total
+                                     : model::Int128(100) * (device_memory - best_after) /
+                                           device_memory);
+}
+
+// Amounts near the int64 limits: where 100 × a node's sums leaves 64 bits,
+// and just below it.
+TEST(GpuShareTest, ScoresHugeDevicesExactly) {
+  TestArena arena;
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kSmall = kMax / 100 / 64;  // the largest device scored in 64 bits
+  const std::vector<NodeSpec> specs = {
+      {1, kSmall, {kSmall / 3}, 0, true, true},
+      {1, kSmall + 1, {kSmall / 3}, 0, true, true},
+      {1, kMax, {kMax / 3}, 0, true, true},
+      {2, kMax, {kMax / 2 - 10, 0}, 0, true, true},
+      {64, 64 * kSmall, {kSmall - 1}, 0, true, true},
+      {64, 64 * (kSmall + 1), {kSmall}, 0, true, true},
+      {64, 64 * kSmall, {}, 0, true, true},  // 100 × Σ free just fits in 64 bits
+      {64, 64 * (kSmall + 1), {}, 0, true, true},  // ... and just does not
+      {64, kMax, {kMax / 64 - 1, 5, kMax / 64}, uint64_t{1} << 63, true, true},
+      {3, kMax, {kMax, kMax / 2, 1}, 0, true, true},  // over-committed devices
+  };
+  std::vector<model::NodeInfo> nodes;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    nodes.push_back(GpuNode(arena, "n" + std::to_string(i), specs[i].count, specs[i].total,
+                            specs[i].used, specs[i].unhealthy));
+  }
+  for (const bool spread : {false, true}) {
+    std::unique_ptr<Policy> policy =
+        MustCreate(spread ? R"({"scoring": "spread"})" : R"({"scoring": "binpack"})");
+    ASSERT_NE(policy, nullptr);
+    for (const int64_t request : {int64_t{1}, int64_t{7}, kSmall / 2, kMax / 4}) {
+      SCOPED_TRACE(std::string(spread ? "spread" : "binpack") + ", request " +
+                   std::to_string(request));
+      std::vector<int64_t> want;
+      for (const NodeSpec& spec : specs) {
+        want.push_back(ExpectedScore(spec, request, spread));
+      }
+      EXPECT_EQ(Scores(*policy, GpuPod(arena, request), nodes), want);
+    }
+  }
+  // Spot checks of the reference itself: 100 × (k/3 + 1) / k on device 0 of
+  // the first node; (Σ free − 7) / Σ device memory on the fourth.
+  EXPECT_EQ(ExpectedScore(specs[0], 1, false), 33);
+  EXPECT_EQ(ExpectedScore(specs[3], 7, false), 99);
+  EXPECT_EQ(ExpectedScore(specs[3], 7, true), 50);
+}
+
+// PreScore scores every node ahead of the per-node calls; Score must answer
+// the same for every node whatever order, repetition or thread it is called
+// in, and for nodes PreScore never saw.
+TEST(GpuShareTest, PreScoredNodesScoreAsEachNodeAlone) {
+  TestArena arena;
+  std::vector<NodeSpec> specs;
+  uint64_t seed = 12345;
+  auto next = [&](uint64_t bound) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<int64_t>((seed >> 33) % bound);
+  };
+  for (int i = 0; i < 57; ++i) {
+    NodeSpec spec;
+    spec.count = next(9);  // 0: no GPUs
+    spec.total = spec.count * (4 + next(13)) + next(3);
+    for (int64_t d = next(spec.count + 2); d > 0; --d) {
+      spec.used.push_back(next(18));  // at times over-committed, or past the count
+    }
+    spec.unhealthy = next(4) == 0 ? static_cast<uint64_t>(next(256)) : 0;
+    spec.state = next(5) != 0;
+    spec.usage = next(9) != 0;
+    specs.push_back(spec);
+  }
+  std::vector<model::NodeInfo> nodes;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const NodeSpec& spec = specs[i];
+    const std::string name = "n" + std::to_string(i);
+    if (!spec.usage) {
+      nodes.push_back(NodeBuilder(arena)
+                          .Name(name)
+                          .Capacity(kGpuMem, spec.total)
+                          .Capacity(kGpuCount, spec.count)
+                          .NoUsage()
+                          .Build());
+    } else if (!spec.state) {
+      nodes.push_back(NodeBuilder(arena)
+                          .Name(name)
+                          .Capacity(kGpuMem, spec.total)
+                          .Capacity(kGpuCount, spec.count)
+                          .Usage(1, {})
+                          .Build());
+    } else {
+      nodes.push_back(GpuNode(arena, name, spec.count, spec.total, spec.used, spec.unhealthy));
+    }
+  }
+  const std::vector<const model::NodeInfo*> pointers = test::NodePointers(nodes);
+  const model::NodeInfo outsider = TwoByEight(arena, "outsider", {5, 1});
+  const NodeSpec outsider_spec{2, 16, {5, 1}, 0, true, true};
+
+  for (const bool spread : {false, true}) {
+    std::unique_ptr<Policy> policy =
+        MustCreate(spread ? R"({"scoring": "spread"})" : R"({"scoring": "binpack"})");
+    ASSERT_NE(policy, nullptr);
+    const ScoreHook* scorer = policy->AsScorer();
+    for (const int64_t request : {0, 1, 3, 6, 9}) {
+      SCOPED_TRACE(std::string(spread ? "spread" : "binpack") + ", request " +
+                   std::to_string(request));
+      const model::PodInfo pod = GpuPod(arena, request);
+      std::vector<int64_t> want;
+      for (const NodeSpec& spec : specs) {
+        want.push_back(ExpectedScore(spec, request, spread));
+      }
+      // The nodes are varied enough that the scores are, too.
+      if (request == 3) {
+        std::vector<int64_t> distinct = want;
+        std::sort(distinct.begin(), distinct.end());
+        distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+        EXPECT_GE(distinct.size(), 8U);
+      }
+      auto prescored = [&]() {
+        auto state = std::make_unique<RequestState>();
+        EXPECT_TRUE(scorer->PreScore(*state, pod, pointers).ok());
+        return state;
+      };
+      {  // In PreScore's order, as the pipeline calls it.
+        const auto state = prescored();
+        for (size_t i = 0; i < nodes.size(); ++i) {
+          EXPECT_EQ(scorer->Score(*state, pod, nodes[i]), want[i]) << "node " << i;
+        }
+        // Again: past the end of PreScore's nodes.
+        EXPECT_EQ(scorer->Score(*state, pod, nodes[0]), want[0]);
+      }
+      {  // Backwards, each node twice, and one PreScore never saw.
+        const auto state = prescored();
+        EXPECT_EQ(scorer->Score(*state, pod, outsider),
+                  ExpectedScore(outsider_spec, request, spread));
+        for (size_t i = nodes.size(); i-- > 0;) {
+          EXPECT_EQ(scorer->Score(*state, pod, nodes[i]), want[i]) << "node " << i;
+          EXPECT_EQ(scorer->Score(*state, pod, nodes[i]), want[i]) << "node " << i;
+        }
+      }
+      {  // Skipping every other node, then the skipped ones.
+        const auto state = prescored();
+        for (size_t i = 0; i < nodes.size(); i += 2) {
+          EXPECT_EQ(scorer->Score(*state, pod, nodes[i]), want[i]) << "node " << i;
+        }
+        for (size_t i = 1; i < nodes.size(); i += 2) {
+          EXPECT_EQ(scorer->Score(*state, pod, nodes[i]), want[i]) << "node " << i;
+        }
+      }
+      {  // Without PreScore.
+        RequestState state;
+        for (size_t i = 0; i < nodes.size(); ++i) {
+          EXPECT_EQ(scorer->Score(state, pod, nodes[i]), want[i]) << "node " << i;
+        }
+      }
+      {  // Two threads scoring every node in order on one state.
+        const auto state = prescored();
+        std::vector<int64_t> got[2];
+        std::vector<std::thread> threads;
+        for (std::vector<int64_t>& out : got) {
+          threads.emplace_back([&, out = &out]() {
+            for (const model::NodeInfo& node : nodes) {
+              out->push_back(scorer->Score(*state, pod, node));
+            }
+          });
+        }
+        for (std::thread& thread : threads) {
+          thread.join();
+        }
+        EXPECT_EQ(got[0], want);
+        EXPECT_EQ(got[1], want);
+      }
+    }
   }
 }
 

@@ -56,6 +56,9 @@ GpuShape NodeGpuShape(const NodeInfo& node, const GpuResourceNames& names) {
         memory = s.amount;
         found_memory = true;
       }
+      if (found_count && found_memory) {
+        break;  // the later scalars' cache lines need not be loaded
+      }
     }
   } else {
     count = capacity.Get(names.count);
