@@ -32,6 +32,12 @@ struct ExtenderArgsView {
   std::vector<model::NodeInfo> nodes;
   // The node names in request order, in both modes.
   std::vector<std::string_view> node_names;
+  // kNodeNames, when every name was read straight from the body (an array of
+  // strings none of which needs escaping): each name then sits between '"'
+  // bytes of the body, so its JSON literal is the body's bytes from
+  // name.data() - 1 to name.data() + name.size() + 1. The encoders copy such
+  // literals whole (FilterResultView::passing_quoted, AppendHostPriorityList).
+  bool names_quoted = false;
 };
 
 // ExtenderBindingArgs.
@@ -76,6 +82,10 @@ struct FilterResultView {
   NodeMode mode = NodeMode::kNodeNames;  // shape of the reply (kNone: NodeNames)
   // kNodeNames: the passing names; kFullNodes: the passing nodes' raw JSON.
   std::span<const std::string_view> passing;
+  // kNodeNames: every passing name needs no escaping and its buffer holds it
+  // between '"' bytes (ExtenderArgsView::names_quoted), so names that follow
+  // each other there after a single ',' are written as one span.
+  bool passing_quoted = false;
   std::span<const FailedNode> failed;        // FailedNodes
   std::span<const FailedNode> unresolvable;  // FailedAndUnresolvableNodes
 };
