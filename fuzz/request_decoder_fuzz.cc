@@ -209,7 +209,7 @@ void CheckExtenderArgs(std::string_view input, const wire::RequestBuffer& body,
                               name.data()[-1] == '"' && name.data()[name.size()] == '"',
                           "quoted name not between quotes of the body");
     }
-    result.passing_quoted = true;
+    result.names_quoted = true;
     std::string quoted;
     wire::AppendFilterResult(result, quoted);
     SCHEDEXT_FUZZ_CHECK(quoted == reply, quoted + " vs " + reply);
@@ -225,14 +225,14 @@ void CheckExtenderArgs(std::string_view input, const wire::RequestBuffer& body,
     all.passing = args.node_names;
     std::string per_name;
     wire::AppendFilterResult(all, per_name);
-    all.passing_quoted = true;
+    all.names_quoted = true;
     envelope.clear();
     splices.clear();
     wire::AppendFilterResult(all, envelope, &splices);
     whole.clear();
     wire::AppendSpliced(envelope, splices, whole);
     SCHEDEXT_FUZZ_CHECK(whole == per_name, whole + " vs " + per_name);
-    result.passing_quoted = false;
+    result.names_quoted = false;
   }
 
   // The reply goes to kube-scheduler, which parses all of it. Names always

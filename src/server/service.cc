@@ -271,8 +271,8 @@ int ExtenderService::Filter(const pipeline::Profile& profile, const wire::Reques
     }
   }
   result.passing = s.passing;
-  // The passing names are request names: their literals are the body's bytes.
-  result.passing_quoted = s.args.names_quoted;
+  // Every name in the result is a request name: their literals are the body's bytes.
+  result.names_quoted = s.args.names_quoted;
   result.failed = s.failed;
   result.unresolvable = s.unresolvable;
   wire::AppendFilterResult(result, out, s.splice_replies ? &s.reply_splices : nullptr);

@@ -159,8 +159,9 @@ void AppendInt(int64_t value, std::string& out) {
   out.append(digits, result.ptr);
 }
 
-// {"n1":"reason",...} in the given order; {} when empty.
-void AppendFailedMap(std::span<const FailedNode> failed, std::string& out) {
+// {"n1":"reason",...} in the given order; {} when empty. `names_quoted`: see
+// FilterResultView.
+void AppendFailedMap(std::span<const FailedNode> failed, bool names_quoted, std::string& out) {
   size_t bytes = 2;
   for (const FailedNode& node : failed) {
     bytes += node.name.size() + node.reason.size() + 6;
@@ -175,7 +176,11 @@ void AppendFailedMap(std::span<const FailedNode> failed, std::string& out) {
       piece.Put(',');
     }
     first = false;
-    PutJsonString(node.name, piece, out);
+    if (names_quoted && piece.Fits(node.name.size() + 2 + kSlack)) {
+      piece.Put(QuotedLiteral(node.name));
+    } else {
+      PutJsonString(node.name, piece, out);
+    }
     piece.Put(':');
     PutJsonString(node.reason, piece, out);
   }
@@ -244,7 +249,7 @@ void AppendFilterResult(const FilterResultView& result, std::string& out,
     }
     out.reserve(out.size() + bytes);
     out.append(R"({"Nodes":null,"NodeNames":[)");
-    if (result.passing_quoted) {
+    if (result.names_quoted) {
       AppendQuotedNames(result.passing, out, splices);
     } else {
       Piece piece;
@@ -261,9 +266,9 @@ void AppendFilterResult(const FilterResultView& result, std::string& out,
     }
     out.append(R"(],"FailedNodes":)");
   }
-  AppendFailedMap(result.failed, out);
+  AppendFailedMap(result.failed, result.names_quoted, out);
   out.append(R"(,"FailedAndUnresolvableNodes":)");
-  AppendFailedMap(result.unresolvable, out);
+  AppendFailedMap(result.unresolvable, result.names_quoted, out);
   out.append(R"(,"Error":""})");
 }
 

@@ -220,7 +220,7 @@ class QuotedNamesTest : public ::testing::Test {
     result.failed = failed;
     std::string per_name;
     AppendFilterResult(result, per_name);
-    result.passing_quoted = args_.names_quoted;
+    result.names_quoted = args_.names_quoted;
     std::string quoted;
     AppendFilterResult(result, quoted);
     EXPECT_EQ(quoted, per_name);

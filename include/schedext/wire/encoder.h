@@ -37,7 +37,7 @@ struct ReplySplice {
 // of them is appended to `splices` (offsets into `out`), a run being nodes
 // that lie in the same buffer separated by exactly one ',' (the request body's
 // own separator, so a run is a single span of it). kNodeNames with
-// passing_quoted splices the same way the runs of names that are long enough
+// names_quoted splices the same way the runs of names that are long enough
 // to be worth a write buffer of their own (from a run's first opening quote to
 // its last closing quote). The reply is then `out` with every splice inserted
 // (SplicedSize / AppendSpliced), byte for byte what AppendFilterResult writes;

@@ -36,7 +36,7 @@ struct ExtenderArgsView {
   // strings none of which needs escaping): each name then sits between '"'
   // bytes of the body, so its JSON literal is the body's bytes from
   // name.data() - 1 to name.data() + name.size() + 1. The encoders copy such
-  // literals whole (FilterResultView::passing_quoted, AppendHostPriorityList).
+  // literals whole (FilterResultView::names_quoted, AppendHostPriorityList).
   bool names_quoted = false;
 };
 
@@ -82,12 +82,14 @@ struct FilterResultView {
   NodeMode mode = NodeMode::kNodeNames;  // shape of the reply (kNone: NodeNames)
   // kNodeNames: the passing names; kFullNodes: the passing nodes' raw JSON.
   std::span<const std::string_view> passing;
-  // kNodeNames: every passing name needs no escaping and its buffer holds it
-  // between '"' bytes (ExtenderArgsView::names_quoted), so names that follow
-  // each other there after a single ',' are written as one span.
-  bool passing_quoted = false;
   std::span<const FailedNode> failed;        // FailedNodes
   std::span<const FailedNode> unresolvable;  // FailedAndUnresolvableNodes
+  // Every node name of the result (the passing ones in kNodeNames, the failed
+  // and unresolvable ones in any mode) needs no escaping and its buffer holds
+  // it between '"' bytes (ExtenderArgsView::names_quoted): names are copied as
+  // literals, and passing names that follow each other there after a single
+  // ',' as one span.
+  bool names_quoted = false;
 };
 
 // HostPriority.
