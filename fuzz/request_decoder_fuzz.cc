@@ -200,6 +200,40 @@ void CheckExtenderArgs(std::string_view input, const wire::RequestBuffer& body,
   result.failed = failed;
   std::string reply;
   wire::AppendFilterResult(result, reply);
+  if (args.names_quoted) {
+    // The names are literals of the body: written as runs of it, copied or
+    // spliced, the reply is the per-name encoder's byte for byte.
+    SCHEDEXT_FUZZ_CHECK(args.mode == wire::NodeMode::kNodeNames, "quoted names outside names mode");
+    for (std::string_view name : args.node_names) {
+      SCHEDEXT_FUZZ_CHECK(Inside(name, body) && name.data() > body.data() &&
+                              name.data()[-1] == '"' && name.data()[name.size()] == '"',
+                          "quoted name not between quotes of the body");
+    }
+    result.names_quoted = true;
+    std::string quoted;
+    wire::AppendFilterResult(result, quoted);
+    SCHEDEXT_FUZZ_CHECK(quoted == reply, quoted + " vs " + reply);
+    std::vector<wire::ReplySplice> splices;
+    std::string envelope;
+    wire::AppendFilterResult(result, envelope, &splices);
+    std::string whole;
+    wire::AppendSpliced(envelope, splices, whole);
+    SCHEDEXT_FUZZ_CHECK(whole == reply, whole + " vs " + reply);
+    // Every name passing: the longest runs the body allows.
+    wire::FilterResultView all;
+    all.mode = wire::NodeMode::kNodeNames;
+    all.passing = args.node_names;
+    std::string per_name;
+    wire::AppendFilterResult(all, per_name);
+    all.names_quoted = true;
+    envelope.clear();
+    splices.clear();
+    wire::AppendFilterResult(all, envelope, &splices);
+    whole.clear();
+    wire::AppendSpliced(envelope, splices, whole);
+    SCHEDEXT_FUZZ_CHECK(whole == per_name, whole + " vs " + per_name);
+    result.names_quoted = false;
+  }
 
   // The reply goes to kube-scheduler, which parses all of it. Names always
   // come out valid; raw node spans only when the request itself was valid JSON
@@ -249,6 +283,11 @@ void CheckExtenderArgs(std::string_view input, const wire::RequestBuffer& body,
   }
   reply.clear();
   wire::AppendHostPriorityList(scores, reply);
+  if (args.names_quoted) {
+    std::string quoted;
+    wire::AppendHostPriorityList(scores, quoted, /*hosts_quoted=*/true);
+    SCHEDEXT_FUZZ_CHECK(quoted == reply, quoted + " vs " + reply);
+  }
   dom::array list;
   SCHEDEXT_FUZZ_CHECK(ParseJson(reply, "host priority list").get(list) == simdjson::SUCCESS &&
                           list.size() == scores.size(),

@@ -481,9 +481,10 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
           net::buffer(w.head), route_.head_only ? net::const_buffer() : net::buffer(w.out)};
       return net::async_write(stream_, buffers, TransferAllInLargeWrites{}, std::move(on_written));
     }
-    // A full-mode filter reply: the envelope from `out`, the passing nodes
-    // from the request body (one buffer per run of adjacent nodes), gathered
-    // by the kernel instead of copied into `out` first.
+    // A filter reply: the envelope from `out`, the passing nodes (or long
+    // runs of passing names) from the request body (one buffer per run of
+    // adjacent ones), gathered by the kernel instead of copied into `out`
+    // first.
     write_buffers_.clear();
     write_buffers_.push_back(net::buffer(w.head));
     size_t from = 0;

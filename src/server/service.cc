@@ -271,6 +271,8 @@ int ExtenderService::Filter(const pipeline::Profile& profile, const wire::Reques
     }
   }
   result.passing = s.passing;
+  // Every name in the result is a request name: their literals are the body's bytes.
+  result.names_quoted = s.args.names_quoted;
   result.failed = s.failed;
   result.unresolvable = s.unresolvable;
   wire::AppendFilterResult(result, out, s.splice_replies ? &s.reply_splices : nullptr);
@@ -311,7 +313,7 @@ int ExtenderService::Prioritize(const pipeline::Profile& profile,
   for (size_t k = 0; k < s.nodes.size(); ++k) {
     s.host_scores[s.node_index[k]].score = s.scores[k];
   }
-  wire::AppendHostPriorityList(s.host_scores, out);
+  wire::AppendHostPriorityList(s.host_scores, out, s.args.names_quoted);
   summary.nodes_out = s.nodes.size();
   return 200;
 }

@@ -166,10 +166,12 @@ Status RequestDecoder::DecodeExtenderArgs(const RequestBuffer& body, ExtenderArg
   out.pod.Clear();
   out.mode = NodeMode::kNone;
   out.node_names.clear();
+  out.names_quoted = false;
 
   size_t node_count = 0;
   bool nodes_set = false;
   bool names_set = false;
+  bool names_quoted = false;
   od::document doc;
   bool is_null = false;
   bool ok = d.Begin(body, doc, is_null);
@@ -196,8 +198,9 @@ Status RequestDecoder::DecodeExtenderArgs(const RequestBuffer& body, ExtenderArg
           return false;
         }
         names_set = !names_null;
+        names_quoted = false;
         out.node_names.clear();
-        return names_null || d.ReadLargeRootStringList(value, out.node_names);
+        return names_null || d.ReadLargeRootStringList(value, out.node_names, names_quoted);
       }
       return true;
     });
@@ -211,6 +214,7 @@ Status RequestDecoder::DecodeExtenderArgs(const RequestBuffer& body, ExtenderArg
     out.mode = NodeMode::kFullNodes;
   } else if (names_set) {
     out.mode = NodeMode::kNodeNames;
+    out.names_quoted = names_quoted;
   } else {
     node_count = 0;
     out.node_names.clear();

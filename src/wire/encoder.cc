@@ -58,13 +58,19 @@ void AppendEscapedTail(std::string_view text, size_t from, std::string& out) {
   out.append(text.data() + run_start, text.size() - run_start);
 }
 
-// Small pieces of a reply are assembled in a stack buffer and appended to the
-// output in one call: a std::string append per piece costs more than the copy.
+// A reply is assembled in a stack buffer and appended to the output a few
+// kilobytes at a time: a std::string append per name costs more than the copy.
 class Piece {
  public:
-  static constexpr size_t kCapacity = 256;
+  static constexpr size_t kCapacity = 4096;
   // False when `n` more bytes do not fit.
   bool Fits(size_t n) const { return kCapacity - size_ >= n; }
+  // Flushes unless `n` more bytes fit (they may still not, after a flush).
+  void Reserve(size_t n, std::string& out) {
+    if (!Fits(n)) {
+      FlushTo(out);
+    }
+  }
   void Put(std::string_view text) {
     // A name the request left out is a default string_view, whose data() is
     // null: memcpy from null is undefined even for 0 bytes.
@@ -88,11 +94,14 @@ class Piece {
   size_t size_ = 0;
 };
 
+// Room PutJsonString keeps in the piece for what follows a string.
+constexpr size_t kSlack = 32;
+
 // Appends `text` quoted and escaped: into `piece` when it needs no escaping and
-// fits, else through `out` (flushing `piece` first).
+// fits with kSlack to spare, else through `out` (flushing `piece` first).
 void PutJsonString(std::string_view text, Piece& piece, std::string& out) {
   const size_t first = FirstEscape(text);
-  if (first == text.size() && piece.Fits(text.size() + 2 + 32)) {
+  if (first == text.size() && piece.Fits(text.size() + 2 + kSlack)) {
     piece.Put('"');
     piece.Put(text);
     piece.Put('"');
@@ -105,33 +114,78 @@ void PutJsonString(std::string_view text, Piece& piece, std::string& out) {
   out.push_back('"');
 }
 
+// The JSON literal of a name its buffer holds between '"' bytes (quotes
+// included, nothing to escape: ExtenderArgsView::names_quoted).
+std::string_view QuotedLiteral(std::string_view name) {
+  return {name.data() - 1, name.size() + 2};
+}
+
+// Runs of quoted names (see QuotedLiteral) shorter than this are copied into
+// the reply; longer ones are spliced when the writer can (a run of this size
+// saves more copying than an extra write buffer costs).
+constexpr size_t kMinNameSpliceBytes = 8192;
+
+// The NodeNames array's elements for quoted names: each run of names that
+// follow each other in their buffer after a single ',' is one span of it,
+// from the first name's opening quote to the last one's closing quote.
+void AppendQuotedNames(std::span<const std::string_view> names, std::string& out,
+                       std::vector<ReplySplice>* splices) {
+  for (size_t i = 0; i < names.size();) {
+    const char* const start = names[i].data() - 1;
+    const char* end = names[i].data() + names[i].size() + 1;  // past the closing quote
+    size_t j = i + 1;
+    // The pointers are compared first: equal, they say the next name's opening
+    // quote is end[1], so end[0] is a byte of the same buffer.
+    while (j < names.size() && names[j].data() == end + 2 && end[0] == ',') {
+      end = names[j].data() + names[j].size() + 1;
+      ++j;
+    }
+    if (i != 0) {
+      out.push_back(',');
+    }
+    const auto bytes = static_cast<size_t>(end - start);
+    if (splices != nullptr && bytes >= kMinNameSpliceBytes) {
+      splices->push_back({out.size(), std::string_view(start, bytes)});
+    } else {
+      out.append(start, bytes);
+    }
+    i = j;
+  }
+}
+
 void AppendInt(int64_t value, std::string& out) {
   char digits[24];
   const std::to_chars_result result = std::to_chars(digits, digits + sizeof(digits), value);
   out.append(digits, result.ptr);
 }
 
-// {"n1":"reason",...} in the given order; {} when empty.
-void AppendFailedMap(std::span<const FailedNode> failed, std::string& out) {
+// {"n1":"reason",...} in the given order; {} when empty. `names_quoted`: see
+// FilterResultView.
+void AppendFailedMap(std::span<const FailedNode> failed, bool names_quoted, std::string& out) {
   size_t bytes = 2;
   for (const FailedNode& node : failed) {
     bytes += node.name.size() + node.reason.size() + 6;
   }
   out.reserve(out.size() + bytes);
-  out.push_back('{');
   Piece piece;
+  piece.Put('{');
   bool first = true;
   for (const FailedNode& node : failed) {
+    piece.Reserve(node.name.size() + node.reason.size() + 6 + 2 * kSlack, out);
     if (!first) {
       piece.Put(',');
     }
     first = false;
-    PutJsonString(node.name, piece, out);
+    if (names_quoted && piece.Fits(node.name.size() + 2 + kSlack)) {
+      piece.Put(QuotedLiteral(node.name));
+    } else {
+      PutJsonString(node.name, piece, out);
+    }
     piece.Put(':');
     PutJsonString(node.reason, piece, out);
-    piece.FlushTo(out);
   }
-  out.push_back('}');
+  piece.Put('}');
+  piece.FlushTo(out);
 }
 
 }  // namespace
@@ -195,21 +249,26 @@ void AppendFilterResult(const FilterResultView& result, std::string& out,
     }
     out.reserve(out.size() + bytes);
     out.append(R"({"Nodes":null,"NodeNames":[)");
-    Piece piece;
-    bool first = true;
-    for (std::string_view name : result.passing) {
-      if (!first) {
-        piece.Put(',');
+    if (result.names_quoted) {
+      AppendQuotedNames(result.passing, out, splices);
+    } else {
+      Piece piece;
+      bool first = true;
+      for (std::string_view name : result.passing) {
+        piece.Reserve(name.size() + 3 + kSlack, out);
+        if (!first) {
+          piece.Put(',');
+        }
+        first = false;
+        PutJsonString(name, piece, out);
       }
-      first = false;
-      PutJsonString(name, piece, out);
       piece.FlushTo(out);
     }
     out.append(R"(],"FailedNodes":)");
   }
-  AppendFailedMap(result.failed, out);
+  AppendFailedMap(result.failed, result.names_quoted, out);
   out.append(R"(,"FailedAndUnresolvableNodes":)");
-  AppendFailedMap(result.unresolvable, out);
+  AppendFailedMap(result.unresolvable, result.names_quoted, out);
   out.append(R"(,"Error":""})");
 }
 
@@ -241,29 +300,42 @@ void AppendFilterError(std::string_view error, std::string& out) {
 }
 
 void AppendHostPriorityList(std::span<const HostScore> scores, std::string& out) {
+  AppendHostPriorityList(scores, out, false);
+}
+
+void AppendHostPriorityList(std::span<const HostScore> scores, std::string& out,
+                            bool hosts_quoted) {
   constexpr std::string_view kHost = R"({"Host":)";
   constexpr std::string_view kScore = R"(,"Score":)";
+  // An entry but its host: the keys, the longest int64, '}' and ','.
+  constexpr size_t kEntry = kHost.size() + kScore.size() + 20 + 2;
   size_t bytes = 2;
   for (const HostScore& score : scores) {
     bytes += score.host.size() + kHost.size() + kScore.size() + 6;
   }
   out.reserve(out.size() + bytes);
-  out.push_back('[');
   Piece piece;
+  piece.Put('[');
   bool first = true;
   for (const HostScore& score : scores) {
+    const size_t literal = score.host.size() + 2;
+    piece.Reserve(literal + kEntry + kSlack, out);
     if (!first) {
       piece.Put(',');
     }
     first = false;
     piece.Put(kHost);
-    PutJsonString(score.host, piece, out);  // leaves room for what follows
+    if (hosts_quoted && piece.Fits(literal + kSlack)) {
+      piece.Put(QuotedLiteral(score.host));
+    } else {
+      PutJsonString(score.host, piece, out);  // leaves room for what follows
+    }
     piece.Put(kScore);
     piece.PutInt(score.score);
     piece.Put('}');
-    piece.FlushTo(out);
   }
-  out.push_back(']');
+  piece.Put(']');
+  piece.FlushTo(out);
 }
 
 void AppendPreemptionResult(std::span<const MetaVictimsEntry> nodes, std::string& out) {

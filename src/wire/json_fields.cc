@@ -350,9 +350,11 @@ const char* SkipJsonSpace(const char* p, const char* end) {
 
 }  // namespace
 
-bool FieldDecoder::ReadLargeRootStringList(od::value& v, std::vector<std::string_view>& out) {
+bool FieldDecoder::ReadLargeRootStringList(od::value& v, std::vector<std::string_view>& out,
+                                           bool& quoted) {
   out.clear();
   const char* after = ScanPlainStrings(v.raw_json_token().data(), out);
+  quoted = after != nullptr;
   if (after == nullptr) {
     out.clear();
     return ReadStringList(v, out);

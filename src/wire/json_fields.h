@@ -205,8 +205,9 @@ class FieldDecoder {
   // the root's closing brace follows (NodeNames is the last field Go writes),
   // the walk of the root stops there; otherwise `v` is left unread for the
   // root to skip. Any other shape goes through ReadStringList, which gives it
-  // its exact result or error.
-  bool ReadLargeRootStringList(od::value& v, std::vector<std::string_view>& out);
+  // its exact result or error. `quoted`: the names are views of the body
+  // between its '"' bytes (the fast path), not unescaped copies.
+  bool ReadLargeRootStringList(od::value& v, std::vector<std::string_view>& out, bool& quoted);
 
   // A resource name → quantity map, replacing `list`. With `container`, also
   // records whether cpu / memory are named.

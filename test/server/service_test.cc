@@ -2,6 +2,7 @@
 // kube-scheduler v1.26.7, real built-in policies, exact replies.
 #include "schedext/server/service.h"
 
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -362,6 +363,90 @@ TEST_F(ServiceTest, NodeCacheModeResolvesNamesThroughTheCache) {
   ASSERT_EQ(Call(Verb::kFilter, "no-gpu", Full("filter-3")), 200);
   EXPECT_EQ(json::parse(out_)["Error"], "filter: node cache not synced");
   EXPECT_EQ(Call(Verb::kPrioritize, "no-gpu", Full("prioritize-3")), 503);
+}
+
+// Names mode with many nodes: the names come out as runs of the request's
+// own bytes (copied, or spliced when the writer sends pieces and a run is
+// long), exactly as the per-name encoder writes them; a request whose names
+// needed unescaping takes the per-name path and answers the same.
+TEST_F(ServiceTest, NamesModeRepliesAreExactForRunsOfRequestNames) {
+  const json fixture = json::parse(Full("filter-3"));
+  json cpu_node;
+  json gpu_node;
+  for (const json& node : fixture["Nodes"]["items"]) {
+    if (node["metadata"]["name"] == "lab-cpu-1") cpu_node = node;
+    if (node["metadata"]["name"] == "lab-gpu-1") gpu_node = node;
+  }
+  ASSERT_FALSE(cpu_node.is_null());
+  ASSERT_FALSE(gpu_node.is_null());
+  json full = fixture;
+  full["Nodes"]["items"] = json::array();
+  json request = json::parse(Names("filter-3"));
+  request["NodeNames"] = json::array();
+  std::string want_names;
+  std::string want_scores;
+  for (int i = 0; i < 300; ++i) {
+    char name[80];
+    std::snprintf(name, sizeof(name), "%s-node-%03d.zone-a.lab.example.internal.padding-padding",
+                  i == 150 ? "gpu" : "cpu", i);
+    json node = i == 150 ? gpu_node : cpu_node;
+    node["metadata"]["name"] = name;
+    full["Nodes"]["items"].push_back(node);
+    request["NodeNames"].push_back(name);
+    if (i != 150) {
+      want_names += (want_names.empty() ? "\"" : ",\"") + std::string(name) + "\"";
+    }
+    want_scores += std::string(i == 0 ? "" : ",") + R"({"Host":")" + name + R"(","Score":10})";
+  }
+  request["NodeNames"].push_back("ghost-node");
+  want_scores += R"(,{"Host":"ghost-node","Score":0})";
+  auto cache = CacheWith(full.dump());
+  Make(cache.get(), nullptr);
+  const std::string want_filter =
+      R"({"Nodes":null,"NodeNames":[)" + want_names +
+      R"(],"FailedNodes":{},"FailedAndUnresolvableNodes":{"gpu-node-150.zone-a.lab.example.)"
+      R"(internal.padding-padding":"node(s) had forbidden labels","ghost-node":"node(s) unknown )"
+      R"(to schedext"},"Error":""})";
+
+  const std::string plain = request.dump();
+  std::string escaped = plain;  // "cpu-node-007" as "cpu\u002dnode-007"
+  const size_t at = escaped.find("cpu-node-007");
+  ASSERT_NE(at, std::string::npos);
+  escaped.replace(at, 4, "cpu\\u002d");
+  const int no_gpu = service_->FindProfile("no-gpu");
+  ASSERT_GE(no_gpu, 0);
+  const std::string* const bodies[] = {&plain, &escaped};
+  for (const std::string* body : bodies) {
+    SCOPED_TRACE(body == &plain ? "plain names" : "one escaped name");
+    const wire::RequestBuffer buffer = wire::RequestBuffer::CopyOf(*body);
+    std::string copied;
+    ASSERT_EQ(service_->Handle(Verb::kFilter, static_cast<size_t>(no_gpu), buffer, scratch_, copied,
+                               summary_), 200);
+    EXPECT_EQ(copied, want_filter);
+    EXPECT_TRUE(scratch_.reply_splices.empty());
+
+    Scratch spliced;
+    spliced.splice_replies = true;
+    std::string envelope;
+    ASSERT_EQ(service_->Handle(Verb::kFilter, static_cast<size_t>(no_gpu), buffer, spliced,
+                               envelope, summary_), 200);
+    // Plain: names 0-149 and 151-299, ~9 KB each, stay in the body.
+    EXPECT_EQ(spliced.reply_splices.size(), body == &plain ? 2u : 0u);
+    for (const wire::ReplySplice& splice : spliced.reply_splices) {
+      EXPECT_GE(splice.bytes.data(), buffer.data());
+      EXPECT_LE(splice.bytes.data() + splice.bytes.size(), buffer.data() + buffer.size());
+    }
+    std::string whole;
+    wire::AppendSpliced(envelope, spliced.reply_splices, whole);
+    EXPECT_EQ(whole, want_filter);
+
+    const int zone_a = service_->FindProfile("zone-a");
+    ASSERT_GE(zone_a, 0);
+    ASSERT_EQ(service_->Handle(Verb::kPrioritize, static_cast<size_t>(zone_a), buffer, scratch_,
+                               out_, summary_),
+              200);
+    EXPECT_EQ(out_, "[" + want_scores + "]");
+  }
 }
 
 TEST_F(ServiceTest, PrioritizeAnswersOneScorePerNodeInRequestOrder) {

@@ -205,13 +205,29 @@ TEST_F(DecoderTest, NodeNamesReadInPlaceOrThroughTheParserAlike) {
     EXPECT_EQ(args_.mode, NodeMode::kNodeNames);
     ASSERT_EQ(std::vector<std::string>(args_.node_names.begin(), args_.node_names.end()),
               c.want);
+    // names_quoted promises the encoders each name's literal in the body.
+    EXPECT_EQ(args_.names_quoted, c.views_of_body);
     if (c.views_of_body) {
       for (std::string_view name : args_.node_names) {
-        EXPECT_TRUE(name.data() >= buffer_.data() &&
-                    name.data() + name.size() <= buffer_.data() + buffer_.size());
+        EXPECT_TRUE(name.data() > buffer_.data() &&
+                    name.data() + name.size() < buffer_.data() + buffer_.size());
+        EXPECT_EQ(name.data()[-1], '"');
+        EXPECT_EQ(name.data()[name.size()], '"');
       }
     }
   }
+  // Only the occurrence that counts says whether the names are quoted.
+  ASSERT_TRUE(Args(R"({"NodeNames":["a"],"NodeNames":["b\u0063"]})").ok());
+  EXPECT_FALSE(args_.names_quoted);
+  ASSERT_TRUE(Args(R"({"NodeNames":["b\u0063"],"NodeNames":["a"]})").ok());
+  EXPECT_TRUE(args_.names_quoted);
+  ASSERT_TRUE(Args(R"({"NodeNames":["a"],"NodeNames":null})").ok());
+  EXPECT_FALSE(args_.names_quoted);
+  ASSERT_TRUE(Args(R"({"NodeNames":["a"],"Nodes":{"items":[{"metadata":{"name":"n1"}}]}})").ok());
+  EXPECT_EQ(args_.mode, NodeMode::kFullNodes);
+  EXPECT_FALSE(args_.names_quoted);
+  EXPECT_FALSE(Args(R"({"NodeNames":["a"],"Pod":7})").ok());
+  EXPECT_FALSE(args_.names_quoted);
   ASSERT_TRUE(Args(R"({"NodeNames":["a","b"],"Pod":{"metadata":{"name":"p"}}})").ok());
   EXPECT_EQ(args_.pod.name, "p");
   EXPECT_EQ(ArgsError(R"({"NodeNames":["a","b")"), ArgsError(R"({"NodeNames":["a","b\u0063")"));

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -185,6 +187,195 @@ TEST(EncoderTest, SplicesFullNodesRunsAndMatchesTheCopiedResult) {
   EXPECT_TRUE(splices.empty());
   EXPECT_EQ(text,
             R"({"Nodes":null,"NodeNames":["a","b"],"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":""})");
+}
+
+// Names read straight from a request body (ExtenderArgsView::names_quoted)
+// are written as runs of the body's own bytes: the reply must be exactly the
+// one the per-name encoder writes, for every pattern of passing names.
+class QuotedNamesTest : public ::testing::Test {
+ protected:
+  // Decodes `body` (an ExtenderArgs) into args_.
+  void Decode(std::string_view body) {
+    buffer_ = RequestBuffer::CopyOf(body);
+    ASSERT_TRUE(decoder_.DecodeExtenderArgs(buffer_, args_).ok()) << body;
+  }
+
+  // The names of args_ at `picks`, in that order.
+  std::vector<std::string_view> Pick(const std::vector<size_t>& picks) const {
+    std::vector<std::string_view> out;
+    for (size_t i : picks) {
+      out.push_back(args_.node_names[i]);
+    }
+    return out;
+  }
+
+  // The filter reply for `passing` (+ `failed`), written through the quoted
+  // path (without and with splices) and through the per-name path: all three
+  // must be the same bytes, which are returned.
+  std::string FilterReply(std::span<const std::string_view> passing,
+                          std::span<const FailedNode> failed = {}) {
+    FilterResultView result;
+    result.mode = NodeMode::kNodeNames;
+    result.passing = passing;
+    result.failed = failed;
+    std::string per_name;
+    AppendFilterResult(result, per_name);
+    result.names_quoted = args_.names_quoted;
+    std::string quoted;
+    AppendFilterResult(result, quoted);
+    EXPECT_EQ(quoted, per_name);
+    std::string envelope;
+    splices_.clear();
+    AppendFilterResult(result, envelope, &splices_);
+    std::string whole;
+    AppendSpliced(envelope, splices_, whole);
+    EXPECT_EQ(whole, per_name);
+    for (const ReplySplice& splice : splices_) {  // spans of the body
+      EXPECT_GE(splice.bytes.data(), buffer_.data());
+      EXPECT_LE(splice.bytes.data() + splice.bytes.size(), buffer_.data() + buffer_.size());
+    }
+    return per_name;
+  }
+
+  RequestBuffer buffer_;
+  RequestDecoder decoder_;
+  ExtenderArgsView args_;
+  std::vector<ReplySplice> splices_;
+};
+
+std::string NamesReply(std::string_view names, std::string_view failed = "{}") {
+  return R"({"Nodes":null,"NodeNames":[)" + std::string(names) + R"(],"FailedNodes":)" +
+         std::string(failed) + R"(,"FailedAndUnresolvableNodes":{},"Error":""})";
+}
+
+TEST_F(QuotedNamesTest, FilterReplyIsThePerNameReplyForEveryRun) {
+  Decode(R"({"Pod":null,"Nodes":null,"NodeNames":["n0","n1","n2","","n4","n5"]})");
+  ASSERT_TRUE(args_.names_quoted);
+  const std::vector<FailedNode> failed = {{args_.node_names[2], "no"}};
+  EXPECT_EQ(FilterReply(Pick({0, 1, 2, 3, 4, 5})), NamesReply(R"("n0","n1","n2","","n4","n5")"));
+  EXPECT_EQ(FilterReply({}), NamesReply(""));
+  EXPECT_EQ(FilterReply(Pick({0, 1, 3, 4, 5}), failed),
+            NamesReply(R"("n0","n1","","n4","n5")", R"({"n2":"no"})"));
+  EXPECT_EQ(FilterReply(Pick({0, 2, 4})), NamesReply(R"("n0","n2","n4")"));
+  EXPECT_EQ(FilterReply(Pick({5})), NamesReply(R"("n5")"));
+  EXPECT_EQ(FilterReply(Pick({1, 2, 5})), NamesReply(R"("n1","n2","n5")"));
+  EXPECT_EQ(FilterReply(Pick({3, 4})), NamesReply(R"("","n4")"));
+  // Out of order and repeated names are separate runs.
+  EXPECT_EQ(FilterReply(Pick({2, 1, 0})), NamesReply(R"("n2","n1","n0")"));
+  EXPECT_EQ(FilterReply(Pick({1, 1, 2, 2})), NamesReply(R"("n1","n1","n2","n2")"));
+  // Short runs are copied, never spliced.
+  EXPECT_TRUE(splices_.empty());
+}
+
+TEST_F(QuotedNamesTest, WhitespaceInTheRequestArraySplitsRuns) {
+  Decode("{\"NodeNames\":[ \"a\",\"b\" ,\"c\",\n\"d\"\t, \"e\"]}");
+  ASSERT_TRUE(args_.names_quoted);
+  EXPECT_EQ(FilterReply(Pick({0, 1, 2, 3, 4})), NamesReply(R"("a","b","c","d","e")"));
+  EXPECT_EQ(FilterReply(Pick({1, 2})), NamesReply(R"("b","c")"));
+  EXPECT_EQ(FilterReply(Pick({0, 4})), NamesReply(R"("a","e")"));
+}
+
+TEST_F(QuotedNamesTest, EscapedNamesTakeThePerNamePath) {
+  // One escaped name anywhere and the names are copies (the parser's), not
+  // views of the body: the encoder escapes each one again.
+  Decode(R"({"NodeNames":["a","b\u0063","d\"e","f\\g","h"]})");
+  EXPECT_FALSE(args_.names_quoted);
+  EXPECT_EQ(FilterReply(Pick({0, 1, 2, 3, 4})), NamesReply(R"("a","bc","d\"e","f\\g","h")"));
+  EXPECT_EQ(FilterReply(Pick({2, 3})), NamesReply(R"("d\"e","f\\g")"));
+  // Names that are not the request's own go the per-name way too.
+  const std::vector<std::string_view> others = {"x\"y", "z"};
+  EXPECT_EQ(FilterReply(others), NamesReply(R"("x\"y","z")"));
+}
+
+TEST_F(QuotedNamesTest, LongRunsAreSplicedFromTheBody) {
+  // 400 names of 40 bytes: runs of ~16 KB, long enough for a write buffer of
+  // their own; the gap at 200 splits them.
+  std::string body = R"({"Pod":null,"NodeNames":[)";
+  std::string all;
+  for (int i = 0; i < 400; ++i) {
+    char name[64];
+    std::snprintf(name, sizeof(name), "ip-10-0-%03d-%03d.us-west-2.compute.internal", i / 256,
+                  i % 256);
+    const std::string literal = std::string("\"") + name + "\"";
+    body += (i ? "," : "") + literal;
+    all += (i ? "," : "") + literal;
+  }
+  body += "]}";
+  Decode(body);
+  ASSERT_TRUE(args_.names_quoted);
+  std::vector<size_t> picks;
+  for (size_t i = 0; i < 400; ++i) {
+    picks.push_back(i);
+  }
+  EXPECT_EQ(FilterReply(Pick(picks)), NamesReply(all));
+  ASSERT_EQ(splices_.size(), 1u);
+  EXPECT_EQ(splices_[0].bytes, all);
+  picks.erase(picks.begin() + 200);
+  picks.erase(picks.begin() + 390, picks.end());  // a short run is left: copied
+  picks.push_back(399);
+  const std::string reply = FilterReply(Pick(picks));
+  EXPECT_EQ(splices_.size(), 2u);
+  EXPECT_EQ(reply.find(std::string(args_.node_names[200])), std::string::npos);
+  EXPECT_NE(reply.find(std::string(args_.node_names[399])), std::string::npos);
+}
+
+TEST_F(QuotedNamesTest, HostPriorityListIsThePerNameList) {
+  Decode("{\"NodeNames\":[\"a\",\"\", \"lab-gpu-1\",\n\"ip-10-0-0-1.us-west-2.compute.internal\"]}");
+  ASSERT_TRUE(args_.names_quoted);
+  std::vector<HostScore> scores;
+  int64_t score = INT64_MIN;
+  for (std::string_view name : args_.node_names) {
+    scores.push_back({name, score});
+    score = score / 2 + 7;
+  }
+  std::string per_name;
+  AppendHostPriorityList(scores, per_name);
+  std::string quoted;
+  AppendHostPriorityList(scores, quoted, /*hosts_quoted=*/true);
+  EXPECT_EQ(quoted, per_name);
+  EXPECT_EQ(quoted,
+            R"([{"Host":"a","Score":-9223372036854775808},{"Host":"","Score":-4611686018427387897},)"
+            R"({"Host":"lab-gpu-1","Score":-2305843009213693941},)"
+            R"({"Host":"ip-10-0-0-1.us-west-2.compute.internal","Score":-1152921504606846963}])");
+}
+
+TEST(EncoderTest, LongRepliesCrossTheAssemblyBuffer) {
+  // Thousands of entries, some needing escapes and some longer than the
+  // stack buffer the encoders assemble in: the same bytes as one string
+  // written by hand.
+  std::vector<std::string> names;
+  for (int i = 0; i < 3000; ++i) {
+    names.push_back("node-" + std::to_string(i) + (i % 97 == 0 ? "\"q\\" : "") +
+                    (i % 1000 == 5 ? std::string(5000, 'x') : ""));
+  }
+  std::vector<std::string_view> views(names.begin(), names.end());
+  std::vector<FailedNode> failed;
+  std::vector<HostScore> scores;
+  std::string want_names;
+  std::string want_failed = "{";
+  std::string want_scores = "[";
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string quoted = Quoted(names[i]);
+    want_names += (i ? "," : "") + quoted;
+    failed.push_back({views[i], views[(i + 1) % views.size()]});
+    want_failed += (i ? "," : "") + quoted + ":" + Quoted(names[(i + 1) % names.size()]);
+    scores.push_back({views[i], static_cast<int64_t>(i) * 1000003});
+    want_scores += std::string(i ? "," : "") + R"({"Host":)" + quoted + R"(,"Score":)" +
+                   std::to_string(static_cast<int64_t>(i) * 1000003) + "}";
+  }
+  want_failed += "}";
+  want_scores += "]";
+  FilterResultView result;
+  result.mode = NodeMode::kNodeNames;
+  result.passing = views;
+  result.failed = failed;
+  std::string out;
+  AppendFilterResult(result, out);
+  EXPECT_EQ(out, R"({"Nodes":null,"NodeNames":[)" + want_names + R"(],"FailedNodes":)" +
+                     want_failed + R"(,"FailedAndUnresolvableNodes":{},"Error":""})");
+  out.clear();
+  AppendHostPriorityList(scores, out);
+  EXPECT_EQ(out, want_scores);
 }
 
 TEST(EncoderTest, EncodesFullNodesFilterResultWithRawSpans) {

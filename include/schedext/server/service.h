@@ -66,10 +66,11 @@ struct Scratch {
   std::vector<std::string_view> uids;
   std::vector<wire::MetaVictimsEntry> victims;
   // Set by a writer that sends replies in pieces (the HTTP listener): a
-  // full-mode filter reply then leaves the passing nodes in the request body
-  // and lists them in reply_splices (wire::AppendFilterResult), so the reply
-  // is `out` with reply_splices inserted and the body must live until it is
-  // written. Otherwise reply_splices stays empty and `out` is the reply.
+  // filter reply then leaves the passing nodes (full mode) or long runs of
+  // passing names (names mode) in the request body and lists them in
+  // reply_splices (wire::AppendFilterResult), so the reply is `out` with
+  // reply_splices inserted and the body must live until it is written.
+  // Otherwise reply_splices stays empty and `out` is the reply.
   bool splice_replies = false;
   std::vector<wire::ReplySplice> reply_splices;
 };

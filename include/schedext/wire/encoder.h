@@ -36,10 +36,13 @@ struct ReplySplice {
 // `splices`, kFullNodes does not copy the passing nodes into `out`: each run
 // of them is appended to `splices` (offsets into `out`), a run being nodes
 // that lie in the same buffer separated by exactly one ',' (the request body's
-// own separator, so a run is a single span of it). The reply is then `out`
-// with every splice inserted (SplicedSize / AppendSpliced), byte for byte what
-// AppendFilterResult writes; the spans must outlive its writing. Other modes,
-// and `splices` null, write `out` alone.
+// own separator, so a run is a single span of it). kNodeNames with
+// names_quoted splices the same way the runs of names that are long enough
+// to be worth a write buffer of their own (from a run's first opening quote to
+// its last closing quote). The reply is then `out` with every splice inserted
+// (SplicedSize / AppendSpliced), byte for byte what AppendFilterResult writes;
+// the spans must outlive its writing. Other modes, and `splices` null, write
+// `out` alone.
 void AppendFilterResult(const FilterResultView& result, std::string& out,
                         std::vector<ReplySplice>* splices);
 
@@ -56,6 +59,12 @@ void AppendFilterError(std::string_view error, std::string& out);
 
 // HostPriorityList: [{"Host":"n1","Score":10},...] ([] when empty).
 void AppendHostPriorityList(std::span<const HostScore> scores, std::string& out);
+
+// The same, where `hosts_quoted` says every host needs no escaping and its
+// buffer holds it between '"' bytes (ExtenderArgsView::names_quoted): each
+// host's literal is then copied whole, without looking for escapes.
+void AppendHostPriorityList(std::span<const HostScore> scores, std::string& out,
+                            bool hosts_quoted);
 
 // ExtenderPreemptionResult: {"NodeNameToMetaVictims":{"n1":{"Pods":[{"UID":"u"}],
 // "NumPDBViolations":0}}} ({} when there are no nodes).

@@ -32,6 +32,12 @@ struct ExtenderArgsView {
   std::vector<model::NodeInfo> nodes;
   // The node names in request order, in both modes.
   std::vector<std::string_view> node_names;
+  // kNodeNames, when every name was read straight from the body (an array of
+  // strings none of which needs escaping): each name then sits between '"'
+  // bytes of the body, so its JSON literal is the body's bytes from
+  // name.data() - 1 to name.data() + name.size() + 1. The encoders copy such
+  // literals whole (FilterResultView::names_quoted, AppendHostPriorityList).
+  bool names_quoted = false;
 };
 
 // ExtenderBindingArgs.
@@ -78,6 +84,12 @@ struct FilterResultView {
   std::span<const std::string_view> passing;
   std::span<const FailedNode> failed;        // FailedNodes
   std::span<const FailedNode> unresolvable;  // FailedAndUnresolvableNodes
+  // Every node name of the result (the passing ones in kNodeNames, the failed
+  // and unresolvable ones in any mode) needs no escaping and its buffer holds
+  // it between '"' bytes (ExtenderArgsView::names_quoted): names are copied as
+  // literals, and passing names that follow each other there after a single
+  // ',' as one span.
+  bool names_quoted = false;
 };
 
 // HostPriority.
