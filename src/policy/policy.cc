@@ -47,9 +47,29 @@ void NormalizeToMax(std::span<int64_t> scores, bool reverse) {
     }
     return;
   }
-  for (int64_t& score : scores) {
-    auto scaled = static_cast<int64_t>(Int128{kMaxNodeScore} * score / max);
-    score = reverse ? kMaxNodeScore - scaled : scaled;
+  // 0 <= score <= max here, so kMaxNodeScore * score / max needs 128 bits
+  // only when kMaxNodeScore * max does not fit in 64 (or 32) bits; below that
+  // the narrower unsigned division gives the same quotient, and __divti3 was
+  // the loop's largest cost.
+  const auto umax = static_cast<uint64_t>(max);
+  if (umax <= std::numeric_limits<uint32_t>::max() / kMaxNodeScore) {
+    const auto divisor = static_cast<uint32_t>(umax);
+    for (int64_t& score : scores) {
+      const auto scaled =
+          static_cast<int64_t>(static_cast<uint32_t>(kMaxNodeScore * score) / divisor);
+      score = reverse ? kMaxNodeScore - scaled : scaled;
+    }
+  } else if (umax <= std::numeric_limits<uint64_t>::max() / kMaxNodeScore) {
+    for (int64_t& score : scores) {
+      const auto scaled = static_cast<int64_t>(
+          static_cast<uint64_t>(kMaxNodeScore) * static_cast<uint64_t>(score) / umax);
+      score = reverse ? kMaxNodeScore - scaled : scaled;
+    }
+  } else {
+    for (int64_t& score : scores) {
+      auto scaled = static_cast<int64_t>(Int128{kMaxNodeScore} * score / max);
+      score = reverse ? kMaxNodeScore - scaled : scaled;
+    }
   }
 }
 
@@ -64,11 +84,34 @@ void NormalizeMinMax(std::span<int64_t> scores, bool reverse) {
     std::fill(scores.begin(), scores.end(), kMaxNodeScore);
     return;
   }
-  const Int128 range = Int128{max} - min;
-  for (int64_t& score : scores) {
-    // Distance from the worst end, scaled down (floor) onto [0, kMaxNodeScore].
-    Int128 distance = reverse ? Int128{max} - score : Int128{score} - min;
-    score = static_cast<int64_t>(distance * kMaxNodeScore / range);
+  // The distance from the worst end, scaled down (floor) onto [0,
+  // kMaxNodeScore]. 0 <= distance <= range, and range < 2^64 (max - min of
+  // two int64), so in unsigned arithmetic the differences are exact (modulo
+  // 2^64 they equal the true, non-negative values) and the product needs more
+  // than 64 (or 32) bits only when kMaxNodeScore * range does: the narrower
+  // division then gives the same quotient as the 128-bit one.
+  const uint64_t umin = static_cast<uint64_t>(min);
+  const uint64_t umax = static_cast<uint64_t>(max);
+  const uint64_t range = umax - umin;
+  if (range <= std::numeric_limits<uint32_t>::max() / kMaxNodeScore) {
+    const auto divisor = static_cast<uint32_t>(range);
+    for (int64_t& score : scores) {
+      const auto distance = static_cast<uint32_t>(reverse ? umax - static_cast<uint64_t>(score)
+                                                          : static_cast<uint64_t>(score) - umin);
+      score = static_cast<int64_t>(static_cast<uint32_t>(distance * kMaxNodeScore) / divisor);
+    }
+  } else if (range <= std::numeric_limits<uint64_t>::max() / kMaxNodeScore) {
+    for (int64_t& score : scores) {
+      const uint64_t distance =
+          reverse ? umax - static_cast<uint64_t>(score) : static_cast<uint64_t>(score) - umin;
+      score = static_cast<int64_t>(distance * kMaxNodeScore / range);
+    }
+  } else {
+    const Int128 wide_range = Int128{max} - min;
+    for (int64_t& score : scores) {
+      Int128 distance = reverse ? Int128{max} - score : Int128{score} - min;
+      score = static_cast<int64_t>(distance * kMaxNodeScore / wide_range);
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -732,6 +733,46 @@ TEST(LeastAllocatedTest, ScoresEphemeralStorageAndHugepages) {
   // hugepages-2Mi (plain): (10 - 6)*100/10 = 40, weight 3.
   // (50 + 120 + 120)/6 = 48.
   EXPECT_EQ(ScoreNodes(**policy, pod, {node}), std::vector<int64_t>{48});
+}
+
+
+// Amounts near int64's limit: the per-resource a·100/alloc is formed in 64
+// bits while it fits and in 128 bits beyond, with the same truncated quotient
+// on both sides of the boundary (int64 max = 9223372036854775807).
+TEST(AllocationScoresTest, HugeAmountsScoreExactlyOnBothSidesOfTheOverflow) {
+  TestArena arena;
+  const std::string args = R"({"resources": [{"name": "memory"}]})";
+  const model::PodInfo pod = Pod(arena, {{{"memory", 1}}});
+  // 92233720368547758 = int64 max / 100: alloc·100 still fits.
+  constexpr int64_t kFits = 92233720368547758;
+  const std::vector<model::NodeInfo> nodes = {
+      // Used 0 + pod 1: least (kFits-1)·100/kFits = 99; most 1·100/kFits = 0.
+      Node(arena, {{"memory", kFits}}),
+      // kFits+1: (alloc-1)·100 = 9223372036854775800 fits, so 64 bits: 99.
+      Node(arena, {{"memory", kFits + 1}}),
+      // 2^62 with 2^61-1 used: least 2^61·100/2^62 = 50 (128 bits); most 50.
+      Node(arena, {{"memory", int64_t{1} << 62}}, {{"memory", (int64_t{1} << 61) - 1}}),
+      // 3e18 with 1e18-1 used: least 2e18·100/3e18 = 66.6 → 66; most 33.3 → 33.
+      Node(arena, {{"memory", 3'000'000'000'000'000'000}},
+           {{"memory", 999'999'999'999'999'999}}),
+      // int64 max, all used but the pod's 1: least (alloc - req)·100/alloc =
+      // 0; most alloc·100/alloc = 100 (128 bits).
+      Node(arena, {{"memory", std::numeric_limits<int64_t>::max()}},
+           {{"memory", std::numeric_limits<int64_t>::max() - 1}}),
+  };
+  std::unique_ptr<Policy> least = MustCreate(NewLeastAllocated, args);
+  std::unique_ptr<Policy> most = MustCreate(NewMostAllocated, args);
+  ASSERT_NE(least, nullptr);
+  ASSERT_NE(most, nullptr);
+  RequestState state;
+  std::vector<int64_t> least_raw;
+  std::vector<int64_t> most_raw;
+  for (const model::NodeInfo& node : nodes) {
+    least_raw.push_back(least->AsScorer()->Score(state, pod, node));
+    most_raw.push_back(most->AsScorer()->Score(state, pod, node));
+  }
+  EXPECT_EQ(least_raw, (std::vector<int64_t>{99, 99, 50, 66, 0}));
+  EXPECT_EQ(most_raw, (std::vector<int64_t>{0, 0, 50, 33, 100}));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -79,6 +80,111 @@ TEST(NormalizeMinMaxTest, ScalesSmallestToZeroAndLargestToMax) {
     NormalizeMinMax(scores, c.reverse);
     EXPECT_EQ(scores, c.want);
   }
+}
+
+__extension__ typedef __int128 Wide;
+
+// The 128-bit formulas NormalizeToMax and NormalizeMinMax implement (their
+// narrower fast paths must agree with these on every input).
+std::vector<int64_t> ReferenceToMax(std::vector<int64_t> scores, bool reverse) {
+  int64_t max = 0;
+  for (int64_t& score : scores) {
+    score = std::max<int64_t>(score, 0);
+    max = std::max(max, score);
+  }
+  for (int64_t& score : scores) {
+    const int64_t scaled = max == 0 ? 0 : static_cast<int64_t>(Wide{100} * score / max);
+    score = reverse ? 100 - scaled : scaled;
+  }
+  return scores;
+}
+
+std::vector<int64_t> ReferenceMinMax(std::vector<int64_t> scores, bool reverse) {
+  if (scores.empty()) {
+    return scores;
+  }
+  const int64_t min = *std::min_element(scores.begin(), scores.end());
+  const int64_t max = *std::max_element(scores.begin(), scores.end());
+  for (int64_t& score : scores) {
+    if (min == max) {
+      score = 100;
+      continue;
+    }
+    const Wide distance = reverse ? Wide{max} - score : Wide{score} - min;
+    score = static_cast<int64_t>(distance * 100 / (Wide{max} - min));
+  }
+  return scores;
+}
+
+// Largest and spans at the edges of the 32-bit, 64-bit and 128-bit paths
+// (100·x fits in uint32 up to 42949672, in uint64 up to 184467440737095516),
+// with scores at the ends and in between, against the 128-bit formulas.
+TEST(NormalizeTest, NarrowPathsAgreeWithTheWideFormulaAtEveryBoundary) {
+  const std::vector<int64_t> spans = {1,
+                                      2,
+                                      3,
+                                      7,
+                                      100,
+                                      42949671,
+                                      42949672,
+                                      42949673,
+                                      4294967295,
+                                      4294967296,
+                                      92233720368547758,
+                                      92233720368547759,
+                                      184467440737095515,
+                                      184467440737095516,
+                                      184467440737095517,
+                                      kInt64Max / 3,
+                                      kInt64Max - 1,
+                                      kInt64Max};
+  const std::vector<int64_t> bases = {kInt64Min, -42949672, -1, 0, 1, 5, 1000000};
+  int checked = 0;
+  for (int64_t span : spans) {
+    // The values i/13 of the way from 0 to span (in 128 bits: span·i may overflow).
+    std::vector<int64_t> offsets;
+    for (int i = 0; i <= 13; ++i) {
+      offsets.push_back(static_cast<int64_t>(Wide{span} * i / 13));
+    }
+    offsets.push_back(span - 1);
+    for (bool reverse : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "span " << span << " reverse " << reverse);
+      // NormalizeToMax: largest = span, negatives included (they count as 0).
+      std::vector<int64_t> to_max = offsets;
+      to_max.push_back(-3);
+      std::vector<int64_t> got = to_max;
+      NormalizeToMax(got, reverse);
+      EXPECT_EQ(got, ReferenceToMax(to_max, reverse));
+      ++checked;
+      // NormalizeMinMax: the same offsets from each base that keeps
+      // base + span within int64.
+      for (int64_t base : bases) {
+        if (base > 0 && span > kInt64Max - base) {
+          continue;
+        }
+        std::vector<int64_t> min_max;
+        for (int64_t offset : offsets) {
+          min_max.push_back(static_cast<int64_t>(static_cast<uint64_t>(base) +
+                                                 static_cast<uint64_t>(offset)));
+        }
+        SCOPED_TRACE(testing::Message() << "base " << base);
+        got = min_max;
+        NormalizeMinMax(got, reverse);
+        EXPECT_EQ(got, ReferenceMinMax(min_max, reverse));
+        ++checked;
+      }
+    }
+  }
+  // The widest span of all: int64 min to int64 max (range 2^64 - 1).
+  for (bool reverse : {false, true}) {
+    const std::vector<int64_t> full = {kInt64Min, kInt64Min + 1, -1, 0, 1, kInt64Max - 1,
+                                       kInt64Max};
+    std::vector<int64_t> got = full;
+    NormalizeMinMax(got, reverse);
+    EXPECT_EQ(got, ReferenceMinMax(full, reverse));
+    ++checked;
+  }
+  EXPECT_GT(checked, 200);
 }
 
 // A scorer that keeps ScoreHook's default Normalize.

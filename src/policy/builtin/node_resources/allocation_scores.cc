@@ -81,7 +81,15 @@ int64_t SaturatingAdd(int64_t a, int64_t b) {
 
 // a · b / c, truncated like Go's integer division, without overflowing the
 // product; c > 0 and the result fits (it is at most b when 0 <= a <= c).
-int64_t MulDiv(int64_t a, int64_t b, int64_t c) { return static_cast<int64_t>(Int128(a) * b / c); }
+// The product is formed in 128 bits only when it overflows 64: otherwise the
+// 64-bit division truncates to the same quotient, without __divti3.
+int64_t MulDiv(int64_t a, int64_t b, int64_t c) {
+  int64_t product = 0;
+  if (!__builtin_mul_overflow(a, b, &product)) {
+    return product / c;
+  }
+  return static_cast<int64_t>(Int128(a) * b / c);
+}
 
 // requested / allocatable, capped at 1 (balancedResourceScorer).
 double Fraction(int64_t requested, int64_t allocatable) {
@@ -113,6 +121,7 @@ class AllocationScorer final : public Policy, public ScoreHook {
 
   std::string_view Name() const override { return name_; }
   const ScoreHook* AsScorer() const override { return this; }
+  uint32_t NodeReads() const override { return kReadAllocatable | kReadUsage; }
 
   // ScoreHook
   Status PreScore(RequestState& state, const model::PodInfo& pod, NodeSpan nodes) const override {
