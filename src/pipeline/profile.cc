@@ -1,8 +1,6 @@
 #include "schedext/pipeline/profile.h"
 
 #include <algorithm>
-#include <cstddef>
-#include <cstdint>
 #include <set>
 #include <string>
 
@@ -12,103 +10,23 @@ namespace schedext::pipeline {
 
 namespace {
 
-// How many nodes ahead the per-node loops prefetch what their hooks read of
-// a node (Profile::PrefetchPlan). Nodes are scattered objects: without it
-// each one is a cache miss the loop waits for, one after the other. The
-// NodeInfo's lines are prefetched twice as far ahead as the blocks they point
-// to, so that reading the pointers (node i + kPrefetchAhead) finds them loaded.
+// How many nodes ahead the per-node loops prefetch a NodeInfo's first lines
+// (what the per-node policies read first: labels, annotations, taints, the
+// condition summary). Nodes are scattered objects: without it each one is a
+// cache miss the loop waits for, one after the other.
 constexpr size_t kPrefetchAhead = 8;
-// kReadNodeHeader's bytes.
-constexpr uint32_t kNodeHeaderBytes = 192;
-// The reads whose blocks behind the NodeInfo are prefetched in a second step.
-constexpr uint32_t kIndirectReads =
-    policy::kReadLabels | policy::kReadAnnotations | policy::kReadTaints | policy::kReadUsage;
+constexpr size_t kPrefetchBytes = 192;
 
-void PrefetchRange(const void* data, size_t bytes) {
-  const char* begin = static_cast<const char*>(data);
-  for (size_t offset = 0; offset < bytes; offset += 64) {
-    __builtin_prefetch(begin + offset);
+void PrefetchNode(policy::NodeSpan nodes, size_t i) {
+  if (i + kPrefetchAhead < nodes.size()) {
+    const char* base = reinterpret_cast<const char*>(nodes[i + kPrefetchAhead]);
+    for (size_t offset = 0; offset < kPrefetchBytes; offset += 64) {
+      __builtin_prefetch(base + offset);
+    }
   }
-  // The last line too: `data` need not be line-aligned.
-  __builtin_prefetch(begin + bytes - 1);
 }
 
 }  // namespace
-
-Profile::PrefetchPlan Profile::PlanPrefetch(uint32_t reads) {
-  PrefetchPlan plan;
-  plan.reads = reads;
-  // Member offsets measured on an instance: the types are not standard
-  // layout, so offsetof is not portable on them.
-  const model::NodeInfo probe;
-  const auto at = [&probe](const void* member) {
-    return static_cast<size_t>(static_cast<const char*>(member) -
-                               reinterpret_cast<const char*>(&probe));
-  };
-  size_t begin = SIZE_MAX;
-  size_t end = 0;
-  const auto cover = [&](size_t from, size_t size) {
-    begin = std::min(begin, from);
-    end = std::max(end, from + size);
-  };
-  if ((reads & policy::kReadNodeHeader) != 0) {
-    cover(0, std::min<size_t>(kNodeHeaderBytes, sizeof(model::NodeInfo)));
-  }
-  if ((reads & policy::kReadLabels) != 0) {
-    cover(at(&probe.labels), sizeof(probe.labels));
-  }
-  if ((reads & policy::kReadAnnotations) != 0) {
-    cover(at(&probe.annotations), sizeof(probe.annotations));
-  }
-  if ((reads & policy::kReadTaints) != 0) {
-    cover(at(&probe.taints), sizeof(probe.taints));
-  }
-  if ((reads & policy::kReadHealth) != 0) {
-    cover(at(&probe.unschedulable), sizeof(probe.unschedulable));
-    cover(at(&probe.condition_summary), sizeof(probe.condition_summary));
-  }
-  if ((reads & policy::kReadAllocatable) != 0) {
-    // The fixed resources, in front of the scalars.
-    cover(at(&probe.allocatable), at(&probe.allocatable.scalars) - at(&probe.allocatable));
-  }
-  if ((reads & policy::kReadUsage) != 0) {
-    cover(at(&probe.usage), sizeof(probe.usage));
-  }
-  if (begin < end) {
-    plan.begin = static_cast<uint32_t>(begin);
-    plan.end = static_cast<uint32_t>(end);
-  }
-  return plan;
-}
-
-void Profile::Prefetch(const PrefetchPlan& plan, policy::NodeSpan nodes, size_t i) {
-  const bool indirect = (plan.reads & kIndirectReads) != 0;
-  const size_t ahead = indirect ? 2 * kPrefetchAhead : kPrefetchAhead;
-  if (plan.begin < plan.end && i + ahead < nodes.size()) {
-    PrefetchRange(reinterpret_cast<const char*>(nodes[i + ahead]) + plan.begin,
-                  plan.end - plan.begin);
-  }
-  if (!indirect || i + kPrefetchAhead >= nodes.size()) {
-    return;
-  }
-  const model::NodeInfo& node = *nodes[i + kPrefetchAhead];
-  if ((plan.reads & policy::kReadLabels) != 0) {
-    node.labels.PrefetchTags();
-  }
-  if ((plan.reads & policy::kReadAnnotations) != 0) {
-    node.annotations.PrefetchTags();
-  }
-  if ((plan.reads & policy::kReadTaints) != 0 && !node.taints.empty()) {
-    PrefetchRange(node.taints.data(), node.taints.size() * sizeof(model::Taint));
-  }
-  if ((plan.reads & policy::kReadUsage) != 0 && node.usage != nullptr) {
-    // requested, scoring_requested and pods, which come first.
-    const auto* usage = reinterpret_cast<const char*>(node.usage);
-    PrefetchRange(usage, static_cast<size_t>(reinterpret_cast<const char*>(&node.usage->pods) -
-                                             usage) +
-                             sizeof(node.usage->pods));
-  }
-}
 
 void FilterOutcome::Clear() {
   passed.clear();
@@ -180,16 +98,6 @@ StatusOr<std::shared_ptr<const Profile>> Profile::Build(const config::ProfileCon
     }
     profile->policies_.push_back(std::move(p));
   }
-  uint32_t filter_reads = 0;
-  for (const NamedFilter& f : profile->filters_) {
-    filter_reads |= f.hook->NodeReads();
-  }
-  uint32_t score_reads = 0;
-  for (const WeightedScorer& sc : profile->scorers_) {
-    score_reads |= sc.hook->NodeReads();
-  }
-  profile->filter_prefetch_ = PlanPrefetch(filter_reads);
-  profile->score_prefetch_ = PlanPrefetch(score_reads);
   return std::shared_ptr<const Profile>(std::move(profile));
 }
 
@@ -204,7 +112,7 @@ Status Profile::RunFilters(const model::PodInfo& pod, policy::NodeSpan nodes,
   }
   out.passed.reserve(nodes.size());
   for (uint32_t i = 0; i < nodes.size(); ++i) {
-    Prefetch(filter_prefetch_, nodes, i);
+    PrefetchNode(nodes, i);
     const model::NodeInfo& node = *nodes[i];
     policy::Verdict verdict;
     for (const NamedFilter& f : filters_) {
@@ -259,7 +167,7 @@ Status Profile::RunScorers(const model::PodInfo& pod, policy::NodeSpan nodes,
     }
   }
   for (size_t i = 0; i < n; ++i) {
-    Prefetch(score_prefetch_, nodes, i);
+    PrefetchNode(nodes, i);
     for (size_t p = 0; p < ready; ++p) {
       scratch.raw[p * n + i] = scorers_[p].hook->Score(scratch.state, pod, *nodes[i]);
     }

@@ -25,7 +25,6 @@ using policy::Verdict;
 //            Normalize leaves the scores as they are (clamps into [0, 100]).
 //   Raw      {value} scores every node `value` and does not normalise it.
 //   Label and Raw take {failPreScore: true}: PreScore then fails.
-//   Every kind takes {reads: NodeRead bits}, what it declares it reads.
 //   Trim     {keep: n} keeps the first n victims; drops nodes labelled "trim-drop".
 //   Nothing  no hooks at all.
 class TestPolicy final : public policy::Policy,
@@ -40,8 +39,7 @@ class TestPolicy final : public policy::Policy,
         eviction_(args.value("eviction", false)),
         value_(args.value("value", int64_t{0})),
         keep_(args.value("keep", size_t{1})),
-        fail_prescore_(args.value("failPreScore", false)),
-        reads_(args.value("reads", policy::kReadDefault)) {}
+        fail_prescore_(args.value("failPreScore", false)) {}
 
   std::string_view Name() const override { return kind_; }
   const FilterHook* AsFilter() const override { return kind_ == "Reject" ? this : nullptr; }
@@ -63,7 +61,6 @@ class TestPolicy final : public policy::Policy,
                                    : Verdict::Unschedulable("has label");
   }
   bool EvictionCanHelp() const override { return eviction_; }
-  uint32_t NodeReads() const override { return reads_; }
 
   Status PreScore(policy::RequestState&, const PodInfo&, policy::NodeSpan) const override {
     return fail_prescore_ ? InvalidArgumentError("no state") : OkStatus();
@@ -107,7 +104,6 @@ class TestPolicy final : public policy::Policy,
   int64_t value_;
   size_t keep_;
   bool fail_prescore_;
-  uint32_t reads_;
 };
 
 policy::Registry TestRegistry() {
@@ -358,90 +354,6 @@ TEST(ProfileScoreTest, APreScoreFailureReportsAfterTheEarlierScorers) {
     const Status s = profile->RunScorers(pod, ptrs, scratch, out);
     EXPECT_EQ(s.code(), StatusCode::kInternal);
     EXPECT_EQ(s.message(), "policy Label: prescore: no state");
-  }
-}
-
-// The loops prefetch what the hooks declare they read, some nodes ahead,
-// through the pointers in those nodes (tags, taints, usage): on more nodes
-// than the prefetch distance, with every kind of node (tagged or untagged
-// labels, taints or none, usage or none), the verdicts and scores are those
-// of the hooks called node by node, whatever the declared reads. (Under ASan
-// this also checks that looking ahead reads nothing outside the nodes.)
-TEST(ProfileTest, PrefetchingWhatHooksReadLeavesEveryAnswerUnchanged) {
-  model::NameTable table;
-  table.Intern("x");
-  table.Freeze();
-  std::vector<model::NodeUsage> usages(41);
-  std::vector<NodeInfo> nodes;
-  std::vector<std::string> names;
-  for (size_t i = 0; i < 41; ++i) {
-    names.push_back("n" + std::to_string(i));
-  }
-  static constexpr std::string_view kValues[] = {"0", "7", "30", "100"};
-  for (size_t i = 0; i < 41; ++i) {
-    NodeInfo n = Node(names[i]);
-    if (i % 3 != 0) {
-      n.labels.Set("x", kValues[i % 4]);
-    }
-    if (i % 5 == 0) {
-      n.labels.Set("reject", "1");
-    }
-    if (i % 2 == 0) {
-      n.labels.AssignIds(table);
-      n.annotations.AssignIds(table);
-    }
-    if (i % 4 == 1) {
-      n.taints.push_back({"k", "v", model::TaintEffect::kNoSchedule});
-      n.taints.push_back({"k2", "", model::TaintEffect::kPreferNoSchedule});
-    }
-    if (i % 7 != 3) {
-      usages[i].pods = static_cast<int64_t>(i);
-      n.usage = &usages[i];
-    }
-    nodes.push_back(std::move(n));
-  }
-  const auto ptrs = Ptrs(nodes);
-  PodInfo pod;
-  const uint32_t every = policy::kReadNodeHeader | policy::kReadLabels |
-                         policy::kReadAnnotations | policy::kReadTaints | policy::kReadHealth |
-                         policy::kReadAllocatable | policy::kReadUsage;
-  for (const uint32_t reads :
-       {uint32_t{0}, policy::kReadDefault, uint32_t{policy::kReadLabels},
-        uint32_t{policy::kReadTaints | policy::kReadUsage},
-        uint32_t{policy::kReadAllocatable | policy::kReadHealth}, every}) {
-    SCOPED_TRACE(testing::Message() << "reads " << reads);
-    auto profile = MustBuild({P("Reject", 1, {{"label", "reject"}, {"reads", reads}}),
-                              P("Label", 1, {{"label", "x"}, {"reads", reads}})});
-    ASSERT_NE(profile, nullptr);
-    policy::RequestState state;
-    FilterOutcome filtered;
-    ASSERT_TRUE(profile->RunFilters(pod, ptrs, state, filtered).ok());
-    ScoreScratch scratch;
-    std::vector<int64_t> scores;
-    ASSERT_TRUE(profile->RunScorers(pod, ptrs, scratch, scores).ok());
-    // The same hooks, node by node, without the loops.
-    const policy::FilterHook* filter = profile->policies()[0]->AsFilter();
-    const policy::ScoreHook* scorer = profile->policies()[1]->AsScorer();
-    std::vector<uint32_t> passed;
-    std::vector<uint32_t> failed;
-    std::vector<int64_t> raw;
-    for (uint32_t i = 0; i < nodes.size(); ++i) {
-      (filter->Filter(state, pod, nodes[i]).ok() ? passed : failed).push_back(i);
-      raw.push_back(scorer->Score(scratch.state, pod, nodes[i]));
-    }
-    EXPECT_EQ(filtered.passed, passed);
-    ASSERT_EQ(filtered.failed.size(), failed.size());
-    for (size_t f = 0; f < failed.size(); ++f) {
-      EXPECT_EQ(filtered.failed[f].node, failed[f]);
-    }
-    EXPECT_EQ(failed.size(), 9u);  // n0, n5, ..., n40
-    // Label's raw values are already in [0, 100] and the profile's one weight
-    // maps them onto [0, 10], half up.
-    std::vector<int64_t> want;
-    for (int64_t v : raw) {
-      want.push_back((v * 10 + 50) / 100);
-    }
-    EXPECT_EQ(scores, want);
   }
 }
 

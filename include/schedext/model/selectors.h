@@ -67,13 +67,6 @@ class StringMap {
   size_t size() const { return entries_.size(); }
   bool empty() const { return entries_.empty(); }
   std::span<const Entry> entries() const { return entries_; }
-  // Starts loading the tags a by-id lookup reads (a block of their own, a
-  // cache miss of its own on a cold node) without waiting for them.
-  void PrefetchTags() const {
-    if (!tags_.empty()) {
-      __builtin_prefetch(tags_.data());
-    }
-  }
 
  private:
   // What the value of a tagged entry parsed as (Tag::parsed bits).

@@ -164,16 +164,6 @@ class Profile {
     const policy::ReserveHook* hook;
   };
 
-  // What the per-node loops prefetch ahead of the node they are at: the
-  // union of their hooks' NodeReads(), and the NodeInfo byte range it covers.
-  struct PrefetchPlan {
-    uint32_t reads = 0;
-    uint32_t begin = 0;  // offsets in NodeInfo
-    uint32_t end = 0;
-  };
-  static PrefetchPlan PlanPrefetch(uint32_t reads);
-  static void Prefetch(const PrefetchPlan& plan, policy::NodeSpan nodes, size_t i);
-
   Profile() = default;
 
   std::string name_;
@@ -188,8 +178,6 @@ class Profile {
   std::vector<NamedPreempter> preempters_;
   std::vector<NamedReserver> reservers_;
   int64_t total_weight_ = 0;
-  PrefetchPlan filter_prefetch_;
-  PrefetchPlan score_prefetch_;
 };
 
 }  // namespace schedext::pipeline

@@ -29,24 +29,6 @@ using NodeSpan = std::span<const model::NodeInfo* const>;
 // Highest normalized score a ScoreHook may produce (kube-scheduler MaxNodeScore).
 inline constexpr int64_t kMaxNodeScore = 100;
 
-// The parts of a NodeInfo a per-node hook reads (NodeReads()): the pipeline
-// prefetches them a few nodes ahead of its per-node loops, both the
-// NodeInfo's own lines and the blocks they point to (a map's tags, the
-// taints, the usage), so that the scattered nodes' cache misses overlap
-// instead of stalling the loop one after the other. Only a hint: a hook may
-// read anything else, which is as correct and only slower.
-enum NodeRead : uint32_t {
-  kReadNodeHeader = 1U << 0,  // the NodeInfo's first 192 bytes, nothing behind them
-  kReadLabels = 1U << 1,      // labels, by id (its tags)
-  kReadAnnotations = 1U << 2,  // annotations, by id (its tags)
-  kReadTaints = 1U << 3,
-  kReadHealth = 1U << 4,  // unschedulable and condition_summary
-  kReadAllocatable = 1U << 5,  // allocatable's fixed resources
-  kReadUsage = 1U << 6,  // *usage: requested, scoring_requested and pods
-};
-// What a hook that does not say is assumed to read.
-inline constexpr uint32_t kReadDefault = kReadNodeHeader;
-
 class FilterHook {
  public:
   virtual ~FilterHook() = default;
@@ -61,8 +43,6 @@ class FilterHook {
   // filters). preempt re-checks candidate nodes with the filters for which it
   // cannot; the others answer through their PreemptHook.
   virtual bool EvictionCanHelp() const { return false; }
-  // NodeRead bits: what Filter reads of a node.
-  virtual uint32_t NodeReads() const { return kReadDefault; }
 };
 
 class ScoreHook {
@@ -79,8 +59,6 @@ class ScoreHook {
   // Maps the raw scores of all nodes (request order) onto [0, kMaxNodeScore] in
   // place. The default clamps. A value left outside the range fails the request.
   virtual void Normalize(const RequestState& state, std::span<int64_t> scores) const;
-  // NodeRead bits: what Score reads of a node.
-  virtual uint32_t NodeReads() const { return kReadDefault; }
 };
 
 class PreemptHook {

@@ -35,7 +35,6 @@ class NodeHealth final : public Policy, public FilterHook {
 
   std::string_view Name() const override { return kName; }
   const FilterHook* AsFilter() const override { return this; }
-  uint32_t NodeReads() const override { return kReadHealth; }
 
   // FilterHook
   Verdict Filter(const RequestState& /*state*/, const model::PodInfo& pod,

@@ -233,8 +233,6 @@ class NodeLabel final : public Policy, public FilterHook, public ScoreHook {
     return required_.empty() && forbidden_.empty() ? nullptr : this;
   }
   const ScoreHook* AsScorer() const override { return preferred_.empty() ? nullptr : this; }
-  // Filter and Score alike.
-  uint32_t NodeReads() const override { return kReadLabels; }
 
   // FilterHook
   Verdict Filter(const RequestState& /*state*/, const model::PodInfo& /*pod*/,

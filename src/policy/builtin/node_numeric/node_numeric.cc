@@ -89,10 +89,6 @@ class NodeNumeric final : public Policy, public FilterHook, public ScoreHook {
     return spec_.min.has_value() || spec_.max.has_value() ? this : nullptr;
   }
   const ScoreHook* AsScorer() const override { return this; }
-  // Filter and Score alike.
-  uint32_t NodeReads() const override {
-    return spec_.from_annotation ? kReadAnnotations : kReadLabels;
-  }
 
   // FilterHook
   Verdict Filter(const RequestState& /*state*/, const model::PodInfo& /*pod*/,

@@ -121,7 +121,6 @@ class AllocationScorer final : public Policy, public ScoreHook {
 
   std::string_view Name() const override { return name_; }
   const ScoreHook* AsScorer() const override { return this; }
-  uint32_t NodeReads() const override { return kReadAllocatable | kReadUsage; }
 
   // ScoreHook
   Status PreScore(RequestState& state, const model::PodInfo& pod, NodeSpan nodes) const override {

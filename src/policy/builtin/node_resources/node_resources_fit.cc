@@ -183,7 +183,6 @@ class NodeResourcesFit final : public Policy, public FilterHook, public PreemptH
     return Verdict::Success();
   }
   bool EvictionCanHelp() const override { return true; }
-  uint32_t NodeReads() const override { return kReadAllocatable | kReadUsage; }
 
   // PreemptHook
   // kube-scheduler's SelectVictimsOnNode for this one filter: evict every

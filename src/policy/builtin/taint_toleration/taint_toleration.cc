@@ -21,8 +21,6 @@ class TaintToleration final : public Policy, public FilterHook, public ScoreHook
   std::string_view Name() const override { return kName; }
   const FilterHook* AsFilter() const override { return this; }
   const ScoreHook* AsScorer() const override { return this; }
-  // Filter and Score alike.
-  uint32_t NodeReads() const override { return kReadTaints; }
 
   // FilterHook
   Verdict Filter(const RequestState& /*state*/, const model::PodInfo& pod,
