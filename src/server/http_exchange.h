@@ -33,8 +33,9 @@ namespace schedext::server::http {
 // The buffers of one request, from its head to its written reply: the body
 // (straight from the socket, with simdjson's padding), the service's scratch
 // (JSON parser and vectors), the reply head and body. The reply body is `out`
-// with scratch.reply_splices inserted: a full-mode filter reply's nodes are
-// written from `body` itself, which therefore lives until the reply is written.
+// with scratch.reply_splices inserted: a full-mode filter reply's nodes, and
+// a names-mode one's long runs of names, are written from `body` itself,
+// which therefore lives until the reply is written.
 struct Worker {
   wire::RequestBuffer body;
   Scratch scratch;
