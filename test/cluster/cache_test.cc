@@ -395,7 +395,8 @@ TEST(CacheTest, SnapshotsAreImmutableWhileEventsApply) {
 
 TEST(CacheTest, AnEventCopiesFewEntriesAtScale) {
   // 15,000 nodes and 150,000 pods (the design scale): applying one event
-  // copies a couple of trie paths, about as many slots as in a tiny cluster.
+  // copies the node table's root and a block or two, and a pod trie path:
+  // about twice what it copies in a tiny cluster.
   auto copied_per_event = [](int nodes, int pods_per_node) {
     Fixture f;
     std::vector<InformerObject> node_objects;
@@ -418,7 +419,8 @@ TEST(CacheTest, AnEventCopiesFewEntriesAtScale) {
   };
   const size_t small = copied_per_event(10, 10);
   const size_t large = copied_per_event(15'000, 10);
-  // A path is at most ~4 levels of ≤ 32 slots in each of the two tries.
+  // The node table: its root (32 pointers at 15,000 nodes), a middle block
+  // (32) and a leaf (32); the pod trie: ~4 levels of ≤ 32 slots.
   EXPECT_LT(large, 300u);
   EXPECT_LT(large, small * 20);
   RecordProperty("slots_small", static_cast<int>(small));

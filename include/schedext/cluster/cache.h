@@ -13,11 +13,14 @@
 // Pods being deleted (deletionTimestamp) still count until they are gone.
 //
 // Snapshots. Each applied event publishes a new immutable Snapshot through
-// std::atomic<std::shared_ptr<const Snapshot>>. Nodes and pods live in
-// persistent hash tries whose entries are std::shared_ptr<const ...> shared
-// between snapshots: an event copies one node entry, one pod entry and the
-// trie paths above them (a few dozen pointers), never the whole cluster.
-// A request loads one snapshot and reads it without any lock.
+// std::atomic<std::shared_ptr<const Snapshot>>. Nodes live in a persistent
+// open-addressing table (copy-on-write blocks of slots) and pods in a
+// persistent hash trie; their entries are std::shared_ptr<const ...> shared
+// between snapshots: an event copies one node entry, one pod entry, the
+// node table's root and the blocks it writes, and the trie path above the
+// pod (a couple of hundred pointers), never the whole cluster. Resolving
+// thousands of names reads the node table in place. A request loads one
+// snapshot and reads it without any lock.
 //
 // Assume on bind (kube-scheduler's AssumePod / FinishBinding / ForgetPod /
 // expiry). Reserving a pod on a node adds its requests to the node at once.
@@ -83,7 +86,7 @@
 namespace schedext::cluster {
 
 namespace internal {
-struct CacheState;  // the persistent tries; defined in cache.cc
+struct CacheState;  // the persistent node table and pod trie; defined in cache.cc
 }
 
 // An immutable view of the cache at one moment. Pointers it returns stay valid
@@ -172,8 +175,9 @@ struct CacheStats {
   // Every extra watch (CacheOptions::watches) has delivered a first list;
   // true when there is none.
   bool watches_synced = false;
-  // Trie pointer slots copied while applying the last event or call: the
-  // per-event cost, independent of the cluster's size (tests check it).
+  // Slots and block pointers of the node table and the pod trie copied while
+  // applying the last event or call: the per-event cost, independent of the
+  // cluster's size (tests check it).
   size_t last_update_copied_slots = 0;
 };
 
