@@ -201,6 +201,7 @@ int Run(const Options& o) {
 
   cluster::CacheOptions cache_options;
   cache_options.accountings = host.accountings();
+  cache_options.summaries = host.summaries();
   for (const policy::PolicyHost::WatchEntry& watch : host.watches()) {
     cache_options.watches.push_back(watch.handler);
   }

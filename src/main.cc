@@ -397,6 +397,7 @@ schedext::StatusOr<std::unique_ptr<ClusterConnection>> ConnectCluster(
   schedext::cluster::CacheOptions cache_options;
   cache_options.assume_ttl = std::chrono::seconds(c.assume_ttl_seconds);
   cache_options.accountings = host.accountings();
+  cache_options.summaries = host.summaries();
   cache_options.names = std::move(names);
   for (const schedext::policy::PolicyHost::WatchEntry& watch : host.watches()) {
     cache_options.watches.push_back(watch.handler);

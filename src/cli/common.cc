@@ -62,6 +62,7 @@ StatusOr<std::unique_ptr<cluster::ClusterCache>> OfflineCache(std::string_view n
   options.assume_ttl = std::chrono::milliseconds(0);
   if (host != nullptr) {
     options.accountings = host->accountings();
+    options.summaries = host->summaries();
     for (const policy::PolicyHost::WatchEntry& watch : host->watches()) {
       options.watches.push_back(watch.handler);
     }

@@ -61,10 +61,13 @@ struct NodeEntry {
   // cache line the lookup loads anyway instead of one more heap block.
   std::string_view name;
   char short_name[48];
+  // node->info() with usage = &usage and the policies' summaries (when node
+  // is set). Right after the key: the lines a request reads of a node, its
+  // first ones, follow the line the key compare loaded.
+  model::NodeInfo info;
   std::shared_ptr<const model::OwnedNode> node;  // null: only pods name it so far
   std::string long_name;                         // names longer than short_name
   model::NodeUsage usage;
-  model::NodeInfo info;  // node->info() with usage = &usage (when node is set)
 };
 struct NodeKeyOf {
   std::string_view operator()(const NodeEntry& e) const { return e.name; }
@@ -110,6 +113,7 @@ std::string PodName(const AssumeRequest& request) {
 struct ClusterCache::Index {
   explicit Index(const CacheOptions& options)
       : accountings(options.accountings),
+        summaries(options.summaries),
         names(options.names.get()),
         watches_synced(options.watches.size(), false) {}
 
@@ -118,6 +122,8 @@ struct ClusterCache::Index {
   std::shared_ptr<internal::Interner> interner = std::make_shared<internal::Interner>();
   // The cache's options_.accountings (which outlive the index), by slot.
   const std::vector<std::shared_ptr<const policy::NodeAccounting>>& accountings;
+  // The cache's options_.summaries, likewise.
+  const std::vector<policy::NodeSummaryRegistration>& summaries;
   // The options' frozen name table (which outlives the index), or null.
   const model::NameTable* names;
 
@@ -202,6 +208,7 @@ struct ClusterCache::Index {
         AssignIds(entry->info);
       }
       entry->info.usage = &entry->usage;
+      policy::WriteNodeSummaries(summaries, entry->info);
     }
     entry->node = std::move(node);
     return entry;
@@ -832,7 +839,9 @@ Status ClusterCache::Resolve(std::span<const std::string_view> names,
   }
   out.resize(names.size());
   snap->state_->nodes.FindMany(names, [&](size_t i, const internal::NodeMap::Ptr* entry) {
-    out[i] = entry != nullptr && (*entry)->node != nullptr ? &(*entry)->info : nullptr;
+    // info.usage is set exactly when the entry has a node object, and sits
+    // on the line the policies read first, unlike `node` itself.
+    out[i] = entry != nullptr && (*entry)->info.usage != nullptr ? &(*entry)->info : nullptr;
   });
   return OkStatus();
 }

@@ -67,6 +67,7 @@ void NodeInfo::Clear() {
   allocatable.Clear();
   raw_json = {};
   usage = nullptr;
+  summarized_usage = nullptr;
 }
 
 }  // namespace schedext::model

@@ -10,23 +10,22 @@ namespace schedext::pipeline {
 
 namespace {
 
-// How many nodes ahead the per-node loops prefetch a NodeInfo's first lines
-// (what the per-node policies read first: labels, annotations, taints, the
-// condition summary). Nodes are scattered objects: without it each one is a
-// cache miss the loop waits for, one after the other.
+// How many nodes ahead the per-node loops prefetch a NodeInfo's lines. Nodes
+// are scattered objects: without it each one is a cache miss the loop waits
+// for, one after the other.
 constexpr size_t kPrefetchAhead = 8;
-constexpr size_t kPrefetchBytes = 192;
+constexpr size_t kCacheLine = 64;
 
-void PrefetchNode(policy::NodeSpan nodes, size_t i) {
+}  // namespace
+
+void Profile::PrefetchNode(policy::NodeSpan nodes, size_t i) const {
   if (i + kPrefetchAhead < nodes.size()) {
     const char* base = reinterpret_cast<const char*>(nodes[i + kPrefetchAhead]);
-    for (size_t offset = 0; offset < kPrefetchBytes; offset += 64) {
-      __builtin_prefetch(base + offset);
+    for (size_t k = 0; k < prefetch_count_; ++k) {
+      __builtin_prefetch(base + prefetch_offsets_[k]);
     }
   }
 }
-
-}  // namespace
 
 void FilterOutcome::Clear() {
   passed.clear();
@@ -52,6 +51,10 @@ StatusOr<std::shared_ptr<const Profile>> Profile::Build(const config::ProfileCon
   }
   static const nlohmann::json kNoArgs = nlohmann::json::object();
   std::set<std::string, std::less<>> seen;
+  // The node summary bytes this profile's policies register: one range, as
+  // they are built one after the other.
+  size_t summary_begin = handle->NodeSummaryBytesUsed();
+  size_t summary_end = summary_begin;
   for (size_t i = 0; i < config.policies.size(); ++i) {
     const config::PolicyConfig& pc = config.policies[i];
     const std::string where = std::string(path) + ".policies[" + std::to_string(i) + "]";
@@ -66,7 +69,12 @@ StatusOr<std::shared_ptr<const Profile>> Profile::Build(const config::ProfileCon
     context.args_path = where + ".args";
     context.handle = handle;
     context.names = profile->names_.get();
+    const size_t summaries_before = handle->NodeSummaryBytesUsed();
     auto created = registry.Create(pc.name, pc.args ? *pc.args : kNoArgs, context);
+    if (handle->NodeSummaryBytesUsed() != summaries_before) {
+      summary_begin = std::min(summary_begin, summaries_before);
+      summary_end = std::max(summary_end, handle->NodeSummaryBytesUsed());
+    }
     if (!created.ok()) {
       // An unknown name is the registry's kNotFound, but to the caller it is
       // one more invalid field of the configuration.
@@ -97,6 +105,19 @@ StatusOr<std::shared_ptr<const Profile>> Profile::Build(const config::ProfileCon
       profile->reservers_.push_back({name, reserver});
     }
     profile->policies_.push_back(std::move(p));
+  }
+  profile->prefetch_offsets_[profile->prefetch_count_++] = 0;
+  if (summary_end > summary_begin) {
+    const model::NodeInfo probe;
+    const size_t at = static_cast<size_t>(reinterpret_cast<const char*>(probe.summary) -
+                                          reinterpret_cast<const char*>(&probe));
+    for (size_t line = (at + summary_begin) / kCacheLine * kCacheLine;
+         line < at + summary_end && profile->prefetch_count_ < profile->prefetch_offsets_.size();
+         line += kCacheLine) {
+      if (line != 0) {
+        profile->prefetch_offsets_[profile->prefetch_count_++] = static_cast<uint16_t>(line);
+      }
+    }
   }
   return std::shared_ptr<const Profile>(std::move(profile));
 }

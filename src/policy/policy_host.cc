@@ -80,6 +80,21 @@ StatusOr<NodeStateSlot> PolicyHost::AddNodeAccounting(
   return accountings_.size() - 1;
 }
 
+std::optional<size_t> PolicyHost::AddNodeSummarizer(
+    size_t size, size_t alignment, std::shared_ptr<const NodeSummarizer> summarizer) {
+  if (summarizer == nullptr || size == 0 || alignment == 0 || alignment > 8 ||
+      (alignment & (alignment - 1)) != 0) {
+    return std::nullopt;
+  }
+  const size_t offset = (summary_bytes_ + alignment - 1) / alignment * alignment;
+  if (offset + size > model::kNodeSummaryBytes) {
+    return std::nullopt;
+  }
+  summary_bytes_ = offset + size;
+  summaries_.push_back({offset, size, std::move(summarizer)});
+  return offset;
+}
+
 Status PolicyHost::Watch(WatchSpec spec, std::shared_ptr<WatchHandler> handler) {
   if (handler == nullptr) {
     return InvalidArgumentError("watch: null handler");

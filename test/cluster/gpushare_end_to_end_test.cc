@@ -123,6 +123,7 @@ class WatchedCache {
   WatchedCache(FakeApiServer& api, policy::PolicyHost& host) : client_(NewClient(api)) {
     cluster::CacheOptions options;
     options.accountings = host.accountings();
+    options.summaries = host.summaries();
     for (const auto& watch : host.watches()) {
       options.watches.push_back(watch.handler);
     }

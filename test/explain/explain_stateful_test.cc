@@ -124,6 +124,7 @@ class ExplainGpuShareTest : public ::testing::Test {
     // builds it from the host.
     cluster::CacheOptions options;
     options.accountings = host_.accountings();
+    options.summaries = host_.summaries();
     ASSERT_EQ(host_.watches().size(), 1U);
     options.watches.push_back(host_.watches()[0].handler);
     cache_ = std::make_unique<cluster::ClusterCache>(options);

@@ -223,6 +223,7 @@ class HotLoopTest : public ::testing::Test {
   std::unique_ptr<cluster::ClusterCache> MakeCache(std::shared_ptr<const model::NameTable> names) {
     cluster::CacheOptions options;
     options.accountings = host_.accountings();
+    options.summaries = host_.summaries();
     for (const policy::PolicyHost::WatchEntry& watch : host_.watches()) {
       options.watches.push_back(watch.handler);
     }

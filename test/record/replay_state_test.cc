@@ -130,6 +130,7 @@ class ReplayGpuShareTest : public ::testing::Test {
     ASSERT_EQ(live.profiles.size(), 2U);
     cluster::CacheOptions cache_options;
     cache_options.accountings = live.host->accountings();
+    cache_options.summaries = live.host->summaries();
     ASSERT_EQ(live.host->watches().size(), 1U);
     cache_options.watches.push_back(live.host->watches()[0].handler);
     cluster::ClusterCache cache(cache_options);

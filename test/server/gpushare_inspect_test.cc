@@ -77,6 +77,7 @@ cluster::CacheOptions GpuOptions(const policy::PolicyHost* host = nullptr) {
   cluster::CacheOptions options;
   if (host != nullptr) {
     options.accountings = host->accountings();
+    options.summaries = host->summaries();
     for (const auto& watch : host->watches()) {
       options.watches.push_back(watch.handler);
     }

@@ -79,6 +79,7 @@
 #include "schedext/model/node_info.h"
 #include "schedext/model/owned.h"
 #include "schedext/model/pod_info.h"
+#include "schedext/policy/node_summary.h"
 #include "schedext/policy/cluster_view.h"
 #include "schedext/policy/node_accounting.h"
 #include "schedext/status.h"
@@ -152,6 +153,9 @@ struct CacheOptions {
   // with their ids in it when stored, so the policies' per-node lookups
   // compare ids. Null: no ids (lookups compare text; same answers).
   std::shared_ptr<const model::NameTable> names = nullptr;
+  // The policies' node summaries (policy::PolicyHost::summaries), written
+  // into every node entry the cache builds (policy/node_summary.h).
+  std::vector<policy::NodeSummaryRegistration> summaries;
 };
 
 // A pod to reserve on a node.

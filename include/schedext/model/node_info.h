@@ -6,6 +6,7 @@
 #ifndef SCHEDEXT_MODEL_NODE_INFO_H_
 #define SCHEDEXT_MODEL_NODE_INFO_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -59,27 +60,43 @@ struct NodeUsage {
   NodeStates states;
 };
 
-struct NodeInfo {
+// Bytes of NodeInfo::summary: what the policies' node summaries may use in
+// all (policy/node_summary.h). With the members before them they fill the
+// NodeInfo's first four cache lines.
+inline constexpr size_t kNodeSummaryBytes = 208;
+
+// Aligned to a cache line so that its first lines hold exactly what the
+// per-node loops read: usage, taints, conditions, then the summaries.
+struct alignas(64) NodeInfo {
+  // The cluster cache's view of the pods on this node; nullptr when schedext
+  // runs without a cluster connection (resource policies then answer an error).
+  // Points into a snapshot the request keeps alive.
+  const NodeUsage* usage = nullptr;
+  // The usage `summary` was written with by the cluster cache; the summary
+  // holds only while `usage` is still that (has_summary()). A NodeInfo nobody
+  // summarized, or a copy given another usage, has none.
+  const NodeUsage* summarized_usage = nullptr;
+  std::vector<Taint> taints;
+  // SummarizeConditions(conditions): whoever fills `conditions` (the decoder,
+  // test builders) calls UpdateConditionSummary() afterwards; copies keep it.
+  ConditionSummary condition_summary;
+  bool unschedulable = false;  // spec.unschedulable
+  // The policies' node summaries (policy/node_summary.h), each at the offset
+  // its registration got; meaningful only when has_summary().
+  alignas(8) std::byte summary[kNodeSummaryBytes] = {};
+
   std::string_view name;
   std::string_view uid;
   StringMap labels;
   StringMap annotations;
-  std::vector<Taint> taints;
-  bool unschedulable = false;  // spec.unschedulable
-  // SummarizeConditions(conditions): whoever fills `conditions` (the decoder,
-  // test builders) calls UpdateConditionSummary() afterwards; copies keep it.
-  ConditionSummary condition_summary;
   std::vector<NodeCondition> conditions;
   ResourceList capacity;
   ResourceList allocatable;
   // Full-node mode: the node object's exact bytes in the request, echoed back
   // unmodified by a passing filter reply. Empty otherwise.
   std::string_view raw_json;
-  // The cluster cache's view of the pods on this node; nullptr when schedext
-  // runs without a cluster connection (resource policies then answer an error).
-  // Points into a snapshot the request keeps alive.
-  const NodeUsage* usage = nullptr;
 
+  bool has_summary() const { return usage != nullptr && summarized_usage == usage; }
   // status of the condition `type`, or nullopt when the node does not report it.
   std::optional<std::string_view> ConditionStatus(std::string_view type) const;
   // Sets condition_summary from `conditions`.

@@ -7,6 +7,7 @@
 #ifndef SCHEDEXT_PIPELINE_PROFILE_H_
 #define SCHEDEXT_PIPELINE_PROFILE_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -178,6 +179,12 @@ class Profile {
   std::vector<NamedPreempter> preempters_;
   std::vector<NamedReserver> reservers_;
   int64_t total_weight_ = 0;
+  // What the per-node loops prefetch of each NodeInfo: its first line (usage,
+  // taints, conditions) and the lines of this profile's node summaries.
+  std::array<uint16_t, 5> prefetch_offsets_{};
+  size_t prefetch_count_ = 0;
+
+  void PrefetchNode(policy::NodeSpan nodes, size_t i) const;
 };
 
 }  // namespace schedext::pipeline

@@ -13,6 +13,9 @@
 //     from the pods on each node and from extra watched resources
 //     (node_accounting.h), read lock-free in the per-node hooks through
 //     node.usage->states.Get(slot).
+//   * AddNodeSummary: a few bytes per node the cache derives from the node
+//     and its usage whenever it stores them, read by the per-node hooks from
+//     the node's first cache lines (node_summary.h).
 //   * AddGetRoute: a read-only GET endpoint (JSON) on the main listener.
 //   * AddMetrics: metric families appended to GET /metrics at scrape time.
 //   * AddReadiness: a condition /readyz waits for (a policy's data synced).
@@ -42,6 +45,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -49,6 +53,7 @@
 #include "schedext/policy/background.h"
 #include "schedext/policy/cluster_view.h"
 #include "schedext/policy/node_accounting.h"
+#include "schedext/policy/node_summary.h"
 #include "schedext/status.h"
 
 namespace schedext::policy {
@@ -91,6 +96,25 @@ class PolicyHandle {
   // events to `handler` and is not synced before the first list.
   // kInvalidArgument for a malformed namespace or selector.
   virtual Status Watch(WatchSpec spec, std::shared_ptr<WatchHandler> handler) = 0;
+
+  // The summary `summarize(const model::NodeInfo&) -> T` of every node the
+  // cache stores. An empty slot when the nodes' summary bytes are used up
+  // (or the handle keeps none): the policy then computes T from each node.
+  template <typename T, typename Fn>
+  NodeSummarySlot<T> AddNodeSummary(Fn summarize) {
+    std::optional<size_t> offset = AddNodeSummarizer(
+        sizeof(T), alignof(T), std::make_shared<FunctionSummarizer<T, Fn>>(std::move(summarize)));
+    return offset.has_value() ? NodeSummarySlot<T>(*offset) : NodeSummarySlot<T>();
+  }
+  // Reserves `size` bytes at `alignment` of NodeInfo::summary for
+  // `summarizer`: the offset, or nullopt when they do not fit. The default
+  // keeps no summaries.
+  virtual std::optional<size_t> AddNodeSummarizer(size_t /*size*/, size_t /*alignment*/,
+                                                  std::shared_ptr<const NodeSummarizer>) {
+    return std::nullopt;
+  }
+  // One past the last summary byte reserved so far.
+  virtual size_t NodeSummaryBytesUsed() const { return 0; }
 
   // ---- what the policy shows ----
 

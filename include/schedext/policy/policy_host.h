@@ -52,6 +52,9 @@ class PolicyHost final : public PolicyHandle {
   StatusOr<NodeStateSlot> AddNodeAccounting(
       std::shared_ptr<const NodeAccounting> accounting) override;
   Status Watch(WatchSpec spec, std::shared_ptr<WatchHandler> handler) override;
+  std::optional<size_t> AddNodeSummarizer(size_t size, size_t alignment,
+                                          std::shared_ptr<const NodeSummarizer> summarizer) override;
+  size_t NodeSummaryBytesUsed() const override { return summary_bytes_; }
   Status AddGetRoute(std::string path, GetRouteHandler handler) override;
   void AddMetrics(MetricsWriter writer) override;
   void AddReadiness(std::string name, std::function<bool()> ready) override;
@@ -69,6 +72,8 @@ class PolicyHost final : public PolicyHandle {
   const std::vector<std::shared_ptr<const NodeAccounting>>& accountings() const {
     return accountings_;
   }
+  // In registration order (CacheOptions::summaries).
+  const std::vector<NodeSummaryRegistration>& summaries() const { return summaries_; }
   const std::vector<WatchEntry>& watches() const { return watches_; }
   const std::vector<Route>& routes() const { return routes_; }
   // Why schedext cannot run without a cluster connection, one entry per
@@ -96,6 +101,8 @@ class PolicyHost final : public PolicyHandle {
  private:
   std::function<std::shared_ptr<const ClusterView>()> snapshot_;
   std::vector<std::shared_ptr<const NodeAccounting>> accountings_;
+  std::vector<NodeSummaryRegistration> summaries_;
+  size_t summary_bytes_ = 0;
   std::vector<WatchEntry> watches_;
   std::vector<Route> routes_;
   std::vector<MetricsWriter> metrics_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "policy/args.h"
+#include "schedext/policy/handle.h"
 #include "schedext/model/selectors.h"
 
 namespace schedext::policy {
@@ -215,66 +217,111 @@ bool SelectorMatches(const Selector& selector, const model::StringMap& labels) {
   return true;
 }
 
+// What NodeLabel answers for a node, from its labels alone: the cache keeps
+// it as the node's summary.
+enum : uint8_t { kMatches = 0, kRequiredMissing = 1, kForbiddenFound = 2 };
+struct LabelSummary {
+  int64_t preferred = 0;  // the weights of the preferred terms the node matches
+  uint8_t verdict = kMatches;
+};
+
+// The selectors, shared by the policy and its summarizer (which the cache
+// may hold longer than the policy).
+struct LabelRules {
+  struct WeightedSelector {
+    int64_t weight;
+    Selector selector;
+  };
+
+  LabelRules(NodeLabelSpec from, model::NameTable* names)
+      : spec(std::move(from)),
+        required(ViewSelectors(spec.required, names)),
+        forbidden(ViewSelectors(spec.forbidden, names)) {
+    preferred.reserve(spec.preferred.size());
+    for (const PreferredSpec& term : spec.preferred) {
+      preferred.push_back({term.weight, ViewSelector(term.selector, names)});
+    }
+  }
+
+  LabelSummary Summarize(const model::NodeInfo& node) const {
+    LabelSummary summary;
+    for (const Selector& selector : required) {
+      if (!SelectorMatches(selector, node.labels)) {
+        summary.verdict = kRequiredMissing;
+        break;
+      }
+    }
+    if (summary.verdict == kMatches) {
+      for (const Selector& selector : forbidden) {
+        if (SelectorMatches(selector, node.labels)) {
+          summary.verdict = kForbiddenFound;
+          break;
+        }
+      }
+    }
+    for (const WeightedSelector& term : preferred) {
+      if (SelectorMatches(term.selector, node.labels)) {
+        summary.preferred += term.weight;
+      }
+    }
+    return summary;
+  }
+
+  const NodeLabelSpec spec;  // owns every string the selectors view
+  const std::vector<Selector> required;
+  const std::vector<Selector> forbidden;
+  std::vector<WeightedSelector> preferred;  // filled by the constructor only
+};
+
 // Filters on required/forbidden label selectors and scores preferred ones.
 class NodeLabel final : public Policy, public FilterHook, public ScoreHook {
  public:
-  NodeLabel(NodeLabelSpec spec, model::NameTable* names)
-      : spec_(std::move(spec)),
-        required_(ViewSelectors(spec_.required, names)),
-        forbidden_(ViewSelectors(spec_.forbidden, names)) {
-    preferred_.reserve(spec_.preferred.size());
-    for (const PreferredSpec& term : spec_.preferred) {
-      preferred_.push_back({term.weight, ViewSelector(term.selector, names)});
+  NodeLabel(NodeLabelSpec spec, const PolicyContext& context)
+      : rules_(std::make_shared<const LabelRules>(std::move(spec), context.names)) {
+    if (context.handle != nullptr) {
+      summary_ = context.handle->AddNodeSummary<LabelSummary>(
+          [rules = rules_](const model::NodeInfo& node) { return rules->Summarize(node); });
     }
   }
 
   std::string_view Name() const override { return kName; }
   const FilterHook* AsFilter() const override {
-    return required_.empty() && forbidden_.empty() ? nullptr : this;
+    return rules_->required.empty() && rules_->forbidden.empty() ? nullptr : this;
   }
-  const ScoreHook* AsScorer() const override { return preferred_.empty() ? nullptr : this; }
+  const ScoreHook* AsScorer() const override {
+    return rules_->preferred.empty() ? nullptr : this;
+  }
 
   // FilterHook
   Verdict Filter(const RequestState& /*state*/, const model::PodInfo& /*pod*/,
                  const model::NodeInfo& node) const override {
-    for (const Selector& selector : required_) {
-      if (!SelectorMatches(selector, node.labels)) {
+    switch (Of(node).verdict) {
+      case kRequiredMissing:
         return Verdict::Unresolvable(kReasonRequired);
-      }
-    }
-    for (const Selector& selector : forbidden_) {
-      if (SelectorMatches(selector, node.labels)) {
+      case kForbiddenFound:
         return Verdict::Unresolvable(kReasonForbidden);
-      }
+      default:
+        return Verdict::Success();
     }
-    return Verdict::Success();
   }
 
   // ScoreHook
   int64_t Score(const RequestState& /*state*/, const model::PodInfo& /*pod*/,
                 const model::NodeInfo& node) const override {
-    int64_t sum = 0;
-    for (const WeightedSelector& term : preferred_) {
-      if (SelectorMatches(term.selector, node.labels)) {
-        sum += term.weight;
-      }
-    }
-    return sum;
+    return Of(node).preferred;
   }
   void Normalize(const RequestState& /*state*/, std::span<int64_t> scores) const override {
     NormalizeToMax(scores, /*reverse=*/false);
   }
 
  private:
-  struct WeightedSelector {
-    int64_t weight;
-    Selector selector;
-  };
+  LabelSummary Of(const model::NodeInfo& node) const {
+    LabelSummary summary;
+    return summary_.Get(node, summary) ? summary : rules_->Summarize(node);
+  }
 
-  const NodeLabelSpec spec_;  // owns every string the selectors view
-  const std::vector<Selector> required_;
-  const std::vector<Selector> forbidden_;
-  std::vector<WeightedSelector> preferred_;  // filled by the constructor only
+  const std::shared_ptr<const LabelRules> rules_;
+  NodeSummarySlot<LabelSummary> summary_;  // set by the constructor only
 };
 
 }  // namespace
@@ -282,7 +329,7 @@ class NodeLabel final : public Policy, public FilterHook, public ScoreHook {
 StatusOr<std::unique_ptr<Policy>> NewNodeLabel(const nlohmann::json& args,
                                                const PolicyContext& context) {
   SCHEDEXT_ASSIGN_OR_RETURN(NodeLabelSpec spec, ParseArgs(args, context));
-  return std::unique_ptr<Policy>(std::make_unique<NodeLabel>(std::move(spec), context.names));
+  return std::unique_ptr<Policy>(std::make_unique<NodeLabel>(std::move(spec), context));
 }
 
 }  // namespace schedext::policy

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -13,6 +14,7 @@
 #include <utility>
 
 #include "policy/args.h"
+#include "schedext/policy/handle.h"
 #include "schedext/model/selectors.h"
 
 namespace schedext::policy {
@@ -71,18 +73,54 @@ StatusOr<NodeNumericSpec> ParseArgs(const nlohmann::json& args, const PolicyCont
   return spec;
 }
 
+// A node's value as NodeNumeric reads it; the cache keeps it as the node's
+// summary.
+struct ValueSummary {
+  double value = 0;
+  bool present = false;  // else the node has no valid value and no missingValue applies
+};
+
+struct ValueSource {
+  ValueSource(const NodeNumericSpec& spec, model::NameTable* names)
+      : key_text(spec.key),
+        from_annotation(spec.from_annotation),
+        missing_value(spec.missing_value),
+        key(model::InternedName::Of(key_text, names)) {}
+
+  // The value of the label (or annotation), else missingValue. A cached
+  // node's value was parsed when the cache stored it (StringMap tags).
+  ValueSummary Summarize(const model::NodeInfo& node) const {
+    const model::StringMap& source = from_annotation ? node.annotations : node.labels;
+    std::optional<double> value = source.FindNumber(key);
+    if (!value.has_value()) {
+      value = missing_value;
+    }
+    return value.has_value() ? ValueSummary{*value, true} : ValueSummary{};
+  }
+
+  const std::string key_text;
+  const bool from_annotation;
+  const std::optional<double> missing_value;
+  const model::InternedName key;  // views key_text
+};
+
 // Scores nodes by a numeric label or annotation, min-max scaled across the
 // request's nodes; optionally rejects nodes outside [min, max].
 class NodeNumeric final : public Policy, public FilterHook, public ScoreHook {
  public:
-  NodeNumeric(NodeNumericSpec spec, model::NameTable* names)
+  NodeNumeric(NodeNumericSpec spec, const PolicyContext& context)
       : spec_(std::move(spec)),
-        key_(model::InternedName::Of(spec_.key, names)),
+        source_(std::make_shared<const ValueSource>(spec_, context.names)),
         reason_above_("node(s) had " + spec_.key + " above " +
                       (spec_.max.has_value() ? FormatNumber(*spec_.max) : "")),
         reason_below_("node(s) had " + spec_.key + " below " +
                       (spec_.min.has_value() ? FormatNumber(*spec_.min) : "")),
-        reason_invalid_("node(s) lacked a valid " + spec_.key) {}
+        reason_invalid_("node(s) lacked a valid " + spec_.key) {
+    if (context.handle != nullptr) {
+      summary_ = context.handle->AddNodeSummary<ValueSummary>(
+          [source = source_](const model::NodeInfo& node) { return source->Summarize(node); });
+    }
+  }
 
   std::string_view Name() const override { return kName; }
   const FilterHook* AsFilter() const override {
@@ -149,23 +187,25 @@ class NodeNumeric final : public Policy, public FilterHook, public ScoreHook {
   }
 
  private:
-  // The node's value, else missingValue when configured, else nullopt. A
-  // cached node's value was parsed when the cache stored it (StringMap tags).
+  // The node's value, else missingValue when configured, else nullopt: from
+  // the node's summary when the cache wrote one.
   std::optional<double> Value(const model::NodeInfo& node) const {
-    const model::StringMap& source = spec_.from_annotation ? node.annotations : node.labels;
-    if (std::optional<double> value = source.FindNumber(key_)) {
-      return value;
+    ValueSummary summary;
+    if (!summary_.Get(node, summary)) {
+      summary = source_->Summarize(node);
     }
-    return spec_.missing_value;
+    return summary.present ? std::optional<double>(summary.value) : std::nullopt;
   }
 
   const NodeNumericSpec spec_;
-  // spec_.key, interned: what Value looks up on every node.
-  const model::InternedName key_;
+  // What Value reads, shared with the summarizer (which the cache may hold
+  // longer than the policy).
+  const std::shared_ptr<const ValueSource> source_;
   // Verdict reasons, built once; Filter returns views of them.
   const std::string reason_above_;
   const std::string reason_below_;
   const std::string reason_invalid_;
+  NodeSummarySlot<ValueSummary> summary_;  // set by the constructor only
 };
 
 }  // namespace
@@ -173,7 +213,7 @@ class NodeNumeric final : public Policy, public FilterHook, public ScoreHook {
 StatusOr<std::unique_ptr<Policy>> NewNodeNumeric(const nlohmann::json& args,
                                                  const PolicyContext& context) {
   SCHEDEXT_ASSIGN_OR_RETURN(NodeNumericSpec spec, ParseArgs(args, context));
-  return std::unique_ptr<Policy>(std::make_unique<NodeNumeric>(std::move(spec), context.names));
+  return std::unique_ptr<Policy>(std::make_unique<NodeNumeric>(std::move(spec), context));
 }
 
 }  // namespace schedext::policy
