@@ -62,8 +62,8 @@ struct NodeUsage {
 
 // Bytes of NodeInfo::summary: what the policies' node summaries may use in
 // all (policy/node_summary.h). With the members before them they fill the
-// NodeInfo's first four cache lines.
-inline constexpr size_t kNodeSummaryBytes = 208;
+// NodeInfo's first five cache lines.
+inline constexpr size_t kNodeSummaryBytes = 272;
 
 // Aligned to a cache line so that its first lines hold exactly what the
 // per-node loops read: usage, taints, conditions, then the summaries.
