@@ -14,7 +14,10 @@ void WriteNodeSummaries(std::span<const NodeSummaryRegistration> summaries,
     registration.summarizer->Summarize(
         node, std::span<std::byte>(node.summary + registration.offset, registration.size));
   }
-  node.summarized_usage = node.usage;
+  // A cache built without the policies' registrations (tests, tools that
+  // build profiles with their own PolicyHost) writes no summary at all: the
+  // node must not claim one, or every slot would read zeros as a summary.
+  node.summarized_usage = summaries.empty() ? nullptr : node.usage;
 }
 
 }  // namespace schedext::policy
