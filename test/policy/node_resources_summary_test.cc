@@ -90,12 +90,20 @@ class NodeResourcesSummaryTest : public ::testing::Test {
     Add("RequestedToCapacityRatio", ratio_with_scalars);
     names_->Freeze();
 
+    cache_ = MakeCache(host_.summaries());
+    ASSERT_TRUE(cache_->Synced());
+  }
+
+  // The nodes and pods every test starts from, in a cache that writes
+  // `summaries`.
+  std::unique_ptr<cluster::ClusterCache> MakeCache(
+      std::vector<NodeSummaryRegistration> summaries) const {
     cluster::CacheOptions options;
     options.assume_ttl = std::chrono::milliseconds(0);
-    options.summaries = host_.summaries();
+    options.summaries = std::move(summaries);
     options.names = names_;
-    cache_ = std::make_unique<cluster::ClusterCache>(options);
-    cache_->OnReplace(
+    auto cache = std::make_unique<cluster::ClusterCache>(options);
+    cache->OnReplace(
         cluster::ResourceKind::kNodes,
         {NodeObject("empty", {{"cpu", 4000},
                               {"memory", 16 * kGi},
@@ -117,7 +125,7 @@ class NodeResourcesSummaryTest : public ::testing::Test {
          NodeObject("huge",
                     {{"cpu", kMax}, {"memory", kMax}, {"pods", kMax}, {"ephemeral-storage", kMax}}),
          NodeObject("overcommitted", {{"cpu", 1000}, {"memory", kGi}, {"pods", 110}})});
-    cache_->OnReplace(
+    cache->OnReplace(
         cluster::ResourceKind::kPods,
         {PodObject("b1", "busy", {{"cpu", 1500}, {"memory", 6 * kGi}, {"ephemeral-storage", kGi}}),
          PodObject("b2", "busy", {{"cpu", 1000}, {kGpu, 1}}), PodObject("b3", "busy", {}),
@@ -130,7 +138,8 @@ class NodeResourcesSummaryTest : public ::testing::Test {
          PodObject("h1", "huge", {{"cpu", kMax - 5}, {"memory", kMax}, {"ephemeral-storage", 7}}),
          PodObject("h2", "huge", {{"memory", kMax}}),
          PodObject("o1", "overcommitted", {{"cpu", 3000}, {"memory", 3 * kGi}})});
-    ASSERT_TRUE(cache_->Synced());
+    EXPECT_TRUE(cache->Synced());
+    return cache;
   }
 
   void Add(std::string_view name, const json& args) {
@@ -267,6 +276,29 @@ TEST_F(NodeResourcesSummaryTest, HooksReadTheSummaryWhenItIsValid) {
   shrunk.summarized_usage = nullptr;
   const std::string own = Answers(pod, shrunk, {});
   EXPECT_NE(own.find("\"Insufficient cpu\""), std::string::npos) << own;
+}
+
+// A cache built without the host's registrations (a test or tool that built
+// its profiles with another PolicyHost) writes no summary: the nodes claim
+// none and the policies answer from the nodes, as with the summary.
+TEST_F(NodeResourcesSummaryTest, CacheWithoutTheSummariesAnswersFromTheNode) {
+  TestArena arena;
+  const model::PodInfo pod =
+      PodBuilder(arena).Name("p").Container({{"cpu", 100}, {"memory", kGi}}).Build();
+  const std::unique_ptr<cluster::ClusterCache> bare = MakeCache({});
+  const std::shared_ptr<const cluster::Snapshot> with = cache_->snapshot();
+  const std::shared_ptr<const cluster::Snapshot> without = bare->snapshot();
+  size_t nodes = 0;
+  without->ForEachNode([&](const model::NodeInfo& node) {
+    ++nodes;
+    EXPECT_FALSE(node.has_summary()) << node.name;
+    const model::NodeInfo* summarized = with->FindNode(node.name);
+    ASSERT_NE(summarized, nullptr);
+    EXPECT_EQ(Answers(pod, node, PodsOn(*without, node.name)),
+              Answers(pod, *summarized, PodsOn(*with, node.name)))
+        << node.name;
+  });
+  EXPECT_EQ(nodes, 10U);
 }
 
 TEST_F(NodeResourcesSummaryTest, ExpectedVerdictsThroughTheSummary) {
