@@ -57,6 +57,8 @@ struct NodeSummaryRegistration {
 
 // Writes every registered summary of `node` and marks them as written for
 // its current usage (the cluster cache calls this for each entry it builds).
+// With no registration it marks none: a cache built without the policies'
+// registrations must not make their slots read zeros.
 void WriteNodeSummaries(std::span<const NodeSummaryRegistration> summaries,
                         model::NodeInfo& node);
 
