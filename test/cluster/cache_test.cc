@@ -75,6 +75,8 @@ struct Fixture {
                              return now;
                            },
                            {},
+                           {},
+                           {},
                            {}}) {}
   void Advance(std::chrono::milliseconds d) {
     std::lock_guard<std::mutex> lock(mu);

@@ -12,6 +12,7 @@
 
 #include "policy/args.h"
 #include "policy/builtin/node_resources/resource_args.h"
+#include "policy/builtin/node_resources/resource_summary.h"
 #include "schedext/model/quantity.h"
 #include "schedext/model/resources.h"
 
@@ -110,14 +111,15 @@ std::vector<ShapePoint> Scaled(std::vector<ShapePoint> shape) {
 class AllocationScorer final : public Policy, public ScoreHook {
  public:
   AllocationScorer(std::string_view name, Strategy strategy, std::vector<ScoredResource> resources,
-                   std::vector<ShapePoint> shape, model::NameTable* names)
+                   std::vector<ShapePoint> shape, const PolicyContext& context)
       : name_(name),
         strategy_(strategy),
         // BalancedAllocation is built with useRequested: true upstream.
         use_requested_(strategy == Strategy::kBalancedAllocation),
         resources_(std::move(resources)),
-        interned_(Intern(resources_, names)),
-        shape_(Scaled(std::move(shape))) {}
+        interned_(Intern(resources_, context.names)),
+        shape_(Scaled(std::move(shape))),
+        summaries_(ResourceSummaries::For(context.handle)) {}
 
   std::string_view Name() const override { return name_; }
   const ScoreHook* AsScorer() const override { return this; }
@@ -146,22 +148,25 @@ class AllocationScorer final : public Policy, public ScoreHook {
       return 0;  // unreachable through the pipeline: PreScore refused the request
     }
     const PodRequests* requests = state.GetAs<PodRequests>(this);
+    const ResourceSummary summary = summaries_.Of(node);
     switch (strategy_) {
       case Strategy::kLeastAllocated:
-        return WeightedMean(requests, pod, node, [](int64_t requested, int64_t allocatable) {
-          return requested > allocatable
-                     ? 0
-                     : MulDiv(allocatable - requested, kMaxNodeScore, allocatable);
-        });
+        return WeightedMean(
+            requests, pod, node, summary, [](int64_t requested, int64_t allocatable) {
+              return requested > allocatable
+                         ? 0
+                         : MulDiv(allocatable - requested, kMaxNodeScore, allocatable);
+            });
       case Strategy::kMostAllocated:
         // `requested` may exceed `allocatable` because of the scoring defaults.
-        return WeightedMean(requests, pod, node, [](int64_t requested, int64_t allocatable) {
-          return MulDiv(std::min(requested, allocatable), kMaxNodeScore, allocatable);
-        });
+        return WeightedMean(
+            requests, pod, node, summary, [](int64_t requested, int64_t allocatable) {
+              return MulDiv(std::min(requested, allocatable), kMaxNodeScore, allocatable);
+            });
       case Strategy::kRequestedToCapacityRatio:
-        return RatioScore(requests, pod, node);
+        return RatioScore(requests, pod, node, summary);
       case Strategy::kBalancedAllocation:
-        return BalancedScore(requests, pod, node);
+        return BalancedScore(requests, pod, node, summary);
     }
     return 0;
   }
@@ -186,12 +191,13 @@ class AllocationScorer final : public Policy, public ScoreHook {
   // Calls fn(requested, allocatable, weight) for each configured resource
   // scored on `node`, in configuration order, where requested includes the
   // pod (calculateResourceAllocatableRequest, then score()'s `alloc != 0`).
+  // cpu, memory and ephemeral-storage come from the node's resource
+  // `summary`, scalar resources from the node itself.
   template <typename Fn>
   void ForEachScored(const PodRequests* requests, const model::PodInfo& pod,
-                     const model::NodeInfo& node, Fn&& fn) const {
-    const model::NodeUsage& usage = *node.usage;
-    const model::ResourceList& cpu_memory =
-        use_requested_ ? usage.requested : usage.scoring_requested;
+                     const model::NodeInfo& node, const ResourceSummary& summary, Fn&& fn) const {
+    const int64_t used_cpu = use_requested_ ? summary.requested_cpu : summary.scoring_cpu;
+    const int64_t used_memory = use_requested_ ? summary.requested_memory : summary.scoring_memory;
     for (size_t i = 0; i < resources_.size(); ++i) {
       const ScoredResource& resource = resources_[i];
       const int64_t pod_request =
@@ -200,16 +206,16 @@ class AllocationScorer final : public Policy, public ScoreHook {
       int64_t used = 0;
       switch (resource.kind) {
         case Kind::kCpu:
-          allocatable = node.allocatable.milli_cpu;
-          used = cpu_memory.milli_cpu;
+          allocatable = summary.allocatable_cpu;
+          used = used_cpu;
           break;
         case Kind::kMemory:
-          allocatable = node.allocatable.memory;
-          used = cpu_memory.memory;
+          allocatable = summary.allocatable_memory;
+          used = used_memory;
           break;
         case Kind::kEphemeralStorage:
-          allocatable = node.allocatable.ephemeral_storage;
-          used = usage.requested.ephemeral_storage;
+          allocatable = summary.allocatable_ephemeral_storage;
+          used = summary.requested_ephemeral_storage;
           break;
         case Kind::kScalar:
           // A scalar resource the pod does not request is not scored.
@@ -217,7 +223,7 @@ class AllocationScorer final : public Policy, public ScoreHook {
             continue;
           }
           allocatable = node.allocatable.Get(interned_[i]);
-          used = usage.requested.Get(interned_[i]);
+          used = node.usage->requested.Get(interned_[i]);
           break;
       }
       // Zero allocatable is skipped as upstream does; a negative one (never
@@ -232,13 +238,15 @@ class AllocationScorer final : public Policy, public ScoreHook {
   // leastResourceScorer / mostResourceScorer: Σ w·score / Σ w, truncated.
   template <typename ResourceScore>
   int64_t WeightedMean(const PodRequests* requests, const model::PodInfo& pod,
-                       const model::NodeInfo& node, ResourceScore resource_score) const {
+                       const model::NodeInfo& node, const ResourceSummary& summary,
+                       ResourceScore resource_score) const {
     int64_t node_score = 0;
     int64_t weight_sum = 0;
-    ForEachScored(requests, pod, node, [&](int64_t requested, int64_t allocatable, int64_t weight) {
-      node_score += resource_score(requested, allocatable) * weight;
-      weight_sum += weight;
-    });
+    ForEachScored(requests, pod, node, summary,
+                  [&](int64_t requested, int64_t allocatable, int64_t weight) {
+                    node_score += resource_score(requested, allocatable) * weight;
+                    weight_sum += weight;
+                  });
     return weight_sum == 0 ? 0 : node_score / weight_sum;
   }
 
@@ -261,18 +269,20 @@ class AllocationScorer final : public Policy, public ScoreHook {
   // buildRequestedToCapacityRatioScorerFunction: only resources with a
   // positive score count towards the weights; the mean is rounded.
   int64_t RatioScore(const PodRequests* requests, const model::PodInfo& pod,
-                     const model::NodeInfo& node) const {
+                     const model::NodeInfo& node, const ResourceSummary& summary) const {
     int64_t node_score = 0;
     int64_t weight_sum = 0;
-    ForEachScored(requests, pod, node, [&](int64_t requested, int64_t allocatable, int64_t weight) {
-      const int64_t resource_score =
-          requested > allocatable ? BrokenLinear(kMaxUtilization)
-                                  : BrokenLinear(MulDiv(requested, kMaxUtilization, allocatable));
-      if (resource_score > 0) {
-        node_score += resource_score * weight;
-        weight_sum += weight;
-      }
-    });
+    ForEachScored(requests, pod, node, summary,
+                  [&](int64_t requested, int64_t allocatable, int64_t weight) {
+                    const int64_t resource_score =
+                        requested > allocatable
+                            ? BrokenLinear(kMaxUtilization)
+                            : BrokenLinear(MulDiv(requested, kMaxUtilization, allocatable));
+                    if (resource_score > 0) {
+                      node_score += resource_score * weight;
+                      weight_sum += weight;
+                    }
+                  });
     if (weight_sum == 0) {
       return 0;
     }
@@ -282,21 +292,22 @@ class AllocationScorer final : public Policy, public ScoreHook {
 
   // balancedResourceScorer, in the same floating-point steps and order.
   int64_t BalancedScore(const PodRequests* requests, const model::PodInfo& pod,
-                        const model::NodeInfo& node) const {
+                        const model::NodeInfo& node, const ResourceSummary& summary) const {
     int64_t count = 0;
     double total = 0;
     double first = 0;
     double second = 0;
-    ForEachScored(requests, pod, node, [&](int64_t requested, int64_t allocatable, int64_t) {
-      const double fraction = Fraction(requested, allocatable);
-      total += fraction;
-      if (count == 0) {
-        first = fraction;
-      } else if (count == 1) {
-        second = fraction;
-      }
-      ++count;
-    });
+    ForEachScored(requests, pod, node, summary,
+                  [&](int64_t requested, int64_t allocatable, int64_t) {
+                    const double fraction = Fraction(requested, allocatable);
+                    total += fraction;
+                    if (count == 0) {
+                      first = fraction;
+                    } else if (count == 1) {
+                      second = fraction;
+                    }
+                    ++count;
+                  });
     double std_dev = 0;
     if (count == 2) {
       std_dev = std::fabs((first - second) / 2);
@@ -305,10 +316,11 @@ class AllocationScorer final : public Policy, public ScoreHook {
       // allocation-free; the fractions come out bit-identical.
       const double mean = total / static_cast<double>(count);
       double sum = 0;
-      ForEachScored(requests, pod, node, [&](int64_t requested, int64_t allocatable, int64_t) {
-        const double fraction = Fraction(requested, allocatable);
-        sum = sum + (fraction - mean) * (fraction - mean);
-      });
+      ForEachScored(requests, pod, node, summary,
+                    [&](int64_t requested, int64_t allocatable, int64_t) {
+                      const double fraction = Fraction(requested, allocatable);
+                      sum = sum + (fraction - mean) * (fraction - mean);
+                    });
       std_dev = std::sqrt(sum / static_cast<double>(count));
     }
     return static_cast<int64_t>((1 - std_dev) * static_cast<double>(kMaxNodeScore));
@@ -322,6 +334,8 @@ class AllocationScorer final : public Policy, public ScoreHook {
   // resources_[i].name interned: what the per-node loop looks up.
   const std::vector<model::InternedName> interned_;
   const std::vector<ShapePoint> shape_;  // scores scaled to 0..100
+  // Shared with the profile's other resource policies (resource_summary.h).
+  const ResourceSummaries summaries_;
 };
 
 Kind KindOf(std::string_view name) {
@@ -359,9 +373,8 @@ StatusOr<std::unique_ptr<Policy>> NewScorer(std::string_view name, Strategy stra
     const Kind kind = KindOf(weight.name);
     resources.push_back({std::move(weight.name), kind, weight.weight});
   }
-  return std::unique_ptr<Policy>(
-      std::make_unique<AllocationScorer>(name, strategy, std::move(resources), std::move(shape),
-                                         context.names));
+  return std::unique_ptr<Policy>(std::make_unique<AllocationScorer>(
+      name, strategy, std::move(resources), std::move(shape), context));
 }
 
 }  // namespace

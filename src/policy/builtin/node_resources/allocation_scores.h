@@ -21,6 +21,10 @@
 // (hugepages-*, extended) the pod does not request. Integer division truncates;
 // every score is already in [0, 100], so Normalize is the default clamp.
 //
+// cpu, memory and ephemeral-storage are read from the node summary the
+// resource policies share (resource_summary.h) when the cache wrote one;
+// scalar resources from the node's allocatable and usage.
+//
 // args (JSON objects; unknown keys are errors; see resource_args.h):
 //   resources: [{name, weight}], default [{cpu, 1}, {memory, 1}]; weight 1..100
 //              (BalancedAllocation: 1 only, as kube-scheduler requires)

@@ -11,6 +11,7 @@
 
 #include "policy/args.h"
 #include "policy/builtin/node_resources/resource_args.h"
+#include "policy/builtin/node_resources/resource_summary.h"
 #include "schedext/model/quantity.h"
 #include "schedext/model/resources.h"
 
@@ -119,21 +120,43 @@ void CollectDemands(const model::PodInfo& pod, const IgnoredResources& ignored, 
   }
 }
 
-// The reason for the first resource the pod lacks on `node` once the victims
-// marked in `evicted` are gone, or nullopt when it fits. kube-scheduler's
-// fitsRequest: pod count first, then `request > allocatable - requested` per
-// demand. Sums are taken in 128 bits so that absurd amounts cannot overflow.
-// Allocation-free; O(demands × victims).
+// What `node` has of `demand` and what its pods request of it: cpu, memory
+// and ephemeral-storage from the node's summary, the rest from the node.
+struct NodeAmounts {
+  int64_t allocatable = 0;
+  int64_t requested = 0;
+};
+NodeAmounts AmountsOf(const ResourceSummary& summary, const model::NodeInfo& node,
+                      const Demand& demand) {
+  switch (demand.kind) {
+    case Kind::kCpu:
+      return {summary.allocatable_cpu, summary.requested_cpu};
+    case Kind::kMemory:
+      return {summary.allocatable_memory, summary.requested_memory};
+    case Kind::kEphemeralStorage:
+      return {summary.allocatable_ephemeral_storage, summary.requested_ephemeral_storage};
+    case Kind::kScalar:
+      break;
+  }
+  return {node.allocatable.Get(demand.name), node.usage->requested.Get(demand.name)};
+}
+
+// The reason for the first resource the pod lacks on `node` (whose resource
+// summary is `summary`) once the victims marked in `evicted` are gone, or
+// nullopt when it fits. kube-scheduler's fitsRequest: pod count first, then
+// `request > allocatable - requested` per demand. Sums are taken in 128 bits
+// so that absurd amounts cannot overflow. Allocation-free; O(demands ×
+// victims).
 std::optional<std::string_view> Shortfall(std::span<const Demand> demands,
+                                          const ResourceSummary& summary,
                                           const model::NodeInfo& node,
                                           std::span<const model::PodInfo> victims,
                                           std::span<const uint8_t> evicted) {
-  const model::NodeUsage& usage = *node.usage;
   int64_t evicted_pods = 0;
   for (uint8_t e : evicted) {
     evicted_pods += e != 0 ? 1 : 0;
   }
-  if (Int128(usage.pods) - evicted_pods + 1 > node.allocatable.pods) {
+  if (Int128(summary.pods) - evicted_pods + 1 > summary.allocatable_pods) {
     return kTooManyPods;
   }
   for (const Demand& demand : demands) {
@@ -143,8 +166,8 @@ std::optional<std::string_view> Shortfall(std::span<const Demand> demands,
         freed += AmountOf(victims[j].requests, demand);
       }
     }
-    const Int128 available =
-        Int128(AmountOf(node.allocatable, demand)) - AmountOf(usage.requested, demand) + freed;
+    const NodeAmounts node_amounts = AmountsOf(summary, node, demand);
+    const Int128 available = Int128(node_amounts.allocatable) - node_amounts.requested + freed;
     if (demand.amount > available) {
       return demand.reason;
     }
@@ -154,8 +177,10 @@ std::optional<std::string_view> Shortfall(std::span<const Demand> demands,
 
 class NodeResourcesFit final : public Policy, public FilterHook, public PreemptHook {
  public:
-  NodeResourcesFit(IgnoredResources ignored, const model::NameTable* names)
-      : ignored_(std::move(ignored)), names_(names) {}
+  NodeResourcesFit(IgnoredResources ignored, const PolicyContext& context)
+      : ignored_(std::move(ignored)),
+        names_(context.names),
+        summaries_(ResourceSummaries::For(context.handle)) {}
 
   std::string_view Name() const override { return kName; }
   const FilterHook* AsFilter() const override { return this; }
@@ -177,7 +202,8 @@ class NodeResourcesFit final : public Policy, public FilterHook, public PreemptH
     if (fit == nullptr) {
       return Verdict::Error(kNoPreFilterState);
     }
-    if (std::optional<std::string_view> reason = Shortfall(fit->demands, node, {}, {})) {
+    if (std::optional<std::string_view> reason =
+            Shortfall(fit->demands, summaries_.Of(node), node, {}, {})) {
       return Verdict::Unschedulable(*reason);
     }
     return Verdict::Success();
@@ -208,8 +234,10 @@ class NodeResourcesFit final : public Policy, public FilterHook, public PreemptH
       CollectDemands(preemptor, ignored_, /*own_reasons=*/false, names_, local);
       fit = &local;
     }
+    const ResourceSummary summary = summaries_.Of(node);
     // Victims an earlier hook already cleared stay on the node.
-    if (std::optional<std::string_view> reason = Shortfall(fit->demands, node, victims, needed)) {
+    if (std::optional<std::string_view> reason =
+            Shortfall(fit->demands, summary, node, victims, needed)) {
       return Verdict::Unschedulable(*reason);
     }
     for (size_t i = 0; i < victims.size(); ++i) {
@@ -217,7 +245,7 @@ class NodeResourcesFit final : public Policy, public FilterHook, public PreemptH
         continue;
       }
       needed[i] = 0;
-      if (Shortfall(fit->demands, node, victims, needed).has_value()) {
+      if (Shortfall(fit->demands, summary, node, victims, needed).has_value()) {
         needed[i] = 1;
       }
     }
@@ -228,6 +256,8 @@ class NodeResourcesFit final : public Policy, public FilterHook, public PreemptH
   const IgnoredResources ignored_;
   // Frozen by the time requests run: Find from any thread (name_table.h).
   const model::NameTable* const names_;
+  // Shared with the profile's allocation scorers (resource_summary.h).
+  const ResourceSummaries summaries_;
 };
 
 }  // namespace
@@ -238,8 +268,7 @@ StatusOr<std::unique_ptr<Policy>> NewNodeResourcesFit(const nlohmann::json& args
       ArgsReader reader,
       ArgsReader::Make(args, context.args_path, {"ignoredResources", "ignoredResourceGroups"}));
   SCHEDEXT_ASSIGN_OR_RETURN(IgnoredResources ignored, ReadIgnoredResources(reader));
-  return std::unique_ptr<Policy>(
-      std::make_unique<NodeResourcesFit>(std::move(ignored), context.names));
+  return std::unique_ptr<Policy>(std::make_unique<NodeResourcesFit>(std::move(ignored), context));
 }
 
 }  // namespace schedext::policy

@@ -17,6 +17,9 @@
 // kube-scheduler lists every shortfall; a verdict carries one reason, so this
 // reports the first. The verdict is Unschedulable: evicting pods can help, and
 // the policy's PreemptHook decides which victims are needed.
+// cpu, memory, ephemeral-storage and the pod count are read from the node
+// summary the resource policies share (resource_summary.h) when the cache
+// wrote one; scalar resources from the node's allocatable and usage.
 // A node without usage (schedext runs without a Kubernetes API connection)
 // fails the request with kError: "NodeResourcesFit needs the cluster cache (no
 // Kubernetes API connection)".
