@@ -73,8 +73,6 @@ struct Fixture {
                              return now;
                            },
                            {},
-                           {},
-                           nullptr,
                            {}}) {}
   void Advance(std::chrono::milliseconds d) {
     std::lock_guard<std::mutex> lock(mu);
