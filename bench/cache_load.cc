@@ -135,7 +135,7 @@ profiles:
 
 int Run(const Options& o) {
   const PayloadSet set(o.seed, o.nodes);
-  cluster::ClusterCache cache(cluster::CacheOptions{std::chrono::seconds(30), nullptr, {}, {}, nullptr, {}});
+  cluster::ClusterCache cache(cluster::CacheOptions{std::chrono::seconds(30), nullptr, {}, {}});
   wire::ObjectDecoder decoder;
   const double rss_start = StatusMiB("VmRSS");
 

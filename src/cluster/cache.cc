@@ -60,7 +60,9 @@ struct NodeEntry {
   // first bytes (as nearly all node names fit), the key compare reads the
   // cache line the lookup loads anyway instead of one more heap block.
   std::string_view name;
-  char short_name[48];
+  char short_name[47];
+  // `node` is set: Resolve's check, on the key's line.
+  bool known = false;
   // node->info() with usage = &usage and the policies' summaries (when node
   // is set). Right after the key: the lines a request reads of a node, its
   // first ones, follow the line the key compare loaded.
@@ -210,6 +212,7 @@ struct ClusterCache::Index {
       entry->info.usage = &entry->usage;
       policy::WriteNodeSummaries(summaries, entry->info);
     }
+    entry->known = node != nullptr;
     entry->node = std::move(node);
     return entry;
   }
@@ -839,9 +842,7 @@ Status ClusterCache::Resolve(std::span<const std::string_view> names,
   }
   out.resize(names.size());
   snap->state_->nodes.FindMany(names, [&](size_t i, const internal::NodeMap::Ptr* entry) {
-    // info.usage is set exactly when the entry has a node object, and sits
-    // on the line the policies read first, unlike `node` itself.
-    out[i] = entry != nullptr && (*entry)->info.usage != nullptr ? &(*entry)->info : nullptr;
+    out[i] = entry != nullptr && (*entry)->known ? &(*entry)->info : nullptr;
   });
   return OkStatus();
 }

@@ -91,7 +91,9 @@ std::optional<size_t> PolicyHost::AddNodeSummarizer(
     return std::nullopt;
   }
   summary_bytes_ = offset + size;
-  summaries_.push_back({offset, size, std::move(summarizer)});
+  // The layout is this handle's: AddNodeSummary's slots carry the same
+  // `this` (as the PolicyHandle base, which is what they compare).
+  summaries_.push_back({offset, size, static_cast<const PolicyHandle*>(this), std::move(summarizer)});
   return offset;
 }
 

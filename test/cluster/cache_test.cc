@@ -21,6 +21,8 @@
 
 #include "cluster/flat_persistent_map.h"
 #include "cluster/persistent_map.h"
+#include "schedext/policy/node_summary.h"
+#include "schedext/policy/policy_host.h"
 #include "testing/model_builders.h"
 
 namespace schedext::cluster {
@@ -186,6 +188,118 @@ TEST(CacheTest, PodEventsMoveUsage) {
     EXPECT_EQ(f.Usage("n2").pods, step.n2_pods);
   }
   EXPECT_EQ(f.cache.snapshot()->pod_count(), 0u);
+}
+
+// A policy's node summary: what it saw of the node and its usage.
+struct SeenSummary {
+  int64_t allocatable_milli_cpu;
+  int64_t requested_milli_cpu;
+  int64_t pods;
+};
+
+// The cache writes the summaries into every node entry it builds, from the
+// entry's own node and usage: a pod event re-summarizes the node it counts
+// on, earlier snapshots keep theirs, and a copy given another usage has none.
+TEST(CacheTest, NodeEntriesCarryTheirSummaries) {
+  policy::PolicyHost host;
+  // One byte first, so the second summary's offset is aligned past it.
+  const policy::NodeSummarySlot<uint8_t> first = host.AddNodeSummary<uint8_t>(
+      [](const model::NodeInfo& node) { return static_cast<uint8_t>(node.name.size()); });
+  const policy::NodeSummarySlot<SeenSummary> seen =
+      host.AddNodeSummary<SeenSummary>([](const model::NodeInfo& node) {
+        return SeenSummary{node.allocatable.milli_cpu, node.usage->requested.milli_cpu,
+                           node.usage->pods};
+      });
+  ASSERT_TRUE(first.present());
+  ASSERT_TRUE(seen.present());
+  ASSERT_EQ(host.summaries().size(), 2U);
+  EXPECT_EQ(host.summaries()[0].offset, 0U);
+  EXPECT_EQ(host.summaries()[1].offset, alignof(SeenSummary));
+  CacheOptions options;
+  options.summaries = host.summaries();
+  ClusterCache cache(options);
+  cache.OnReplace(ResourceKind::kNodes, {Node("node-a", 4000), Node("node-bb", 2000)});
+  cache.OnReplace(ResourceKind::kPods, {Pod("p1", "node-a", {{"cpu", 500}})});
+
+  const std::shared_ptr<const Snapshot> before = cache.snapshot();
+  const model::NodeInfo* a = before->FindNode("node-a");
+  const model::NodeInfo* b = before->FindNode("node-bb");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_TRUE(a->has_summary());
+  uint8_t length = 0;
+  SeenSummary summary{};
+  ASSERT_TRUE(first.Get(*a, length));
+  EXPECT_EQ(length, 6);
+  ASSERT_TRUE(seen.Get(*a, summary));
+  EXPECT_EQ(summary.allocatable_milli_cpu, 4000);
+  EXPECT_EQ(summary.requested_milli_cpu, 500);
+  EXPECT_EQ(summary.pods, 1);
+  ASSERT_TRUE(first.Get(*b, length));
+  EXPECT_EQ(length, 7);
+  ASSERT_TRUE(seen.Get(*b, summary));
+  EXPECT_EQ(summary.requested_milli_cpu, 0);
+  EXPECT_EQ(summary.pods, 0);
+
+  // A second pod on node-a: the next snapshot's node-a says so.
+  cache.OnUpsert(ResourceKind::kPods, Pod("p2", "node-a", {{"cpu", 250}}));
+  const std::shared_ptr<const Snapshot> after = cache.snapshot();
+  ASSERT_TRUE(seen.Get(*after->FindNode("node-a"), summary));
+  EXPECT_EQ(summary.requested_milli_cpu, 750);
+  EXPECT_EQ(summary.pods, 2);
+  ASSERT_TRUE(seen.Get(*a, summary));  // the earlier snapshot is unchanged
+  EXPECT_EQ(summary.requested_milli_cpu, 500);
+  // The node object changes (a resize): re-summarized with its usage.
+  cache.OnUpsert(ResourceKind::kNodes, Node("node-a", 8000));
+  ASSERT_TRUE(seen.Get(*cache.snapshot()->FindNode("node-a"), summary));
+  EXPECT_EQ(summary.allocatable_milli_cpu, 8000);
+  EXPECT_EQ(summary.requested_milli_cpu, 750);
+
+  // A copy that points at another usage has no summary: the policy then
+  // computes from the node.
+  model::NodeInfo copy = *a;
+  EXPECT_TRUE(seen.Get(copy, summary));
+  const model::NodeUsage other;
+  copy.usage = &other;
+  EXPECT_FALSE(copy.has_summary());
+  EXPECT_FALSE(seen.Get(copy, summary));
+  // A slot of another host reads nothing here: its offsets are another
+  // layout's, even where they coincide.
+  policy::PolicyHost other_host;
+  const policy::NodeSummarySlot<uint8_t> foreign = other_host.AddNodeSummary<uint8_t>(
+      [](const model::NodeInfo&) { return uint8_t{1}; });
+  ASSERT_TRUE(foreign.present());
+  EXPECT_FALSE(foreign.Get(*a, length));
+  // Nor does any slot on a cache given no registrations.
+  ClusterCache bare;
+  bare.OnReplace(ResourceKind::kNodes, {Node("node-a")});
+  bare.OnReplace(ResourceKind::kPods, {});
+  EXPECT_FALSE(bare.snapshot()->FindNode("node-a")->has_summary());
+  EXPECT_FALSE(first.Get(*bare.snapshot()->FindNode("node-a"), length));
+  // As does a node no cache stored, and any node for an empty slot.
+  TestArena arena;
+  EXPECT_FALSE(seen.Get(NodeBuilder(arena).Name("loose").Build(), summary));
+  EXPECT_FALSE(policy::NodeSummarySlot<SeenSummary>().Get(*a, summary));
+}
+
+// Registrations past NodeInfo's summary bytes get an empty slot, not an
+// error: their policies compute from the node.
+TEST(CacheTest, SummariesBeyondTheBytesGetNoSlot) {
+  policy::PolicyHost host;
+  struct Big {
+    std::byte bytes[100];
+  };
+  size_t granted = 0;
+  for (int i = 0; i < 4; ++i) {
+    if (host.AddNodeSummary<Big>([](const model::NodeInfo&) { return Big{}; }).present()) {
+      ++granted;
+    }
+  }
+  EXPECT_EQ(granted, model::kNodeSummaryBytes / sizeof(Big));
+  EXPECT_EQ(host.NodeSummaryBytesUsed(), granted * sizeof(Big));
+  // A smaller one still fits in what is left.
+  EXPECT_TRUE(host.AddNodeSummary<uint32_t>([](const model::NodeInfo&) { return 1U; }).present());
+  EXPECT_EQ(host.summaries().size(), granted + 1);
 }
 
 TEST(CacheTest, ResolveNeedsBothInformersSynced) {

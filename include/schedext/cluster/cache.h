@@ -155,7 +155,7 @@ struct CacheOptions {
   std::shared_ptr<const model::NameTable> names = nullptr;
   // The policies' node summaries (policy::PolicyHost::summaries), written
   // into every node entry the cache builds (policy/node_summary.h).
-  std::vector<policy::NodeSummaryRegistration> summaries;
+  std::vector<policy::NodeSummaryRegistration> summaries = {};
 };
 
 // A pod to reserve on a node.

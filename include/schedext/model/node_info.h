@@ -63,7 +63,7 @@ struct NodeUsage {
 // Bytes of NodeInfo::summary: what the policies' node summaries may use in
 // all (policy/node_summary.h). With the members before them they fill the
 // NodeInfo's first five cache lines.
-inline constexpr size_t kNodeSummaryBytes = 272;
+inline constexpr size_t kNodeSummaryBytes = 264;
 
 // Aligned to a cache line so that its first lines hold exactly what the
 // per-node loops read: usage, taints, conditions, then the summaries.
@@ -76,6 +76,9 @@ struct alignas(64) NodeInfo {
   // holds only while `usage` is still that (has_summary()). A NodeInfo nobody
   // summarized, or a copy given another usage, has none.
   const NodeUsage* summarized_usage = nullptr;
+  // Whose registrations laid `summary` out (policy::PolicyHost): a slot reads
+  // only summaries of its own layout, never another host's bytes.
+  const void* summary_layout = nullptr;
   std::vector<Taint> taints;
   // SummarizeConditions(conditions): whoever fills `conditions` (the decoder,
   // test builders) calls UpdateConditionSummary() afterwards; copies keep it.

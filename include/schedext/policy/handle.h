@@ -104,11 +104,12 @@ class PolicyHandle {
   NodeSummarySlot<T> AddNodeSummary(Fn summarize) {
     std::optional<size_t> offset = AddNodeSummarizer(
         sizeof(T), alignof(T), std::make_shared<FunctionSummarizer<T, Fn>>(std::move(summarize)));
-    return offset.has_value() ? NodeSummarySlot<T>(*offset) : NodeSummarySlot<T>();
+    return offset.has_value() ? NodeSummarySlot<T>(*offset, this) : NodeSummarySlot<T>();
   }
   // Reserves `size` bytes at `alignment` of NodeInfo::summary for
-  // `summarizer`: the offset, or nullopt when they do not fit. The default
-  // keeps no summaries.
+  // `summarizer`, in this handle's layout (its registrations carry `this`):
+  // the offset, or nullopt when they do not fit. The default keeps no
+  // summaries.
   virtual std::optional<size_t> AddNodeSummarizer(size_t /*size*/, size_t /*alignment*/,
                                                   std::shared_ptr<const NodeSummarizer>) {
     return std::nullopt;

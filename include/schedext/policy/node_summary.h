@@ -48,15 +48,19 @@ class NodeSummarizer {
   virtual void Summarize(const model::NodeInfo& node, std::span<std::byte> out) const = 0;
 };
 
-// One registered summary: where it lives in NodeInfo::summary and who writes it.
+// One registered summary: where it lives in NodeInfo::summary, in whose
+// layout (the registering host's identity), and who writes it.
 struct NodeSummaryRegistration {
   size_t offset = 0;
   size_t size = 0;
+  const void* layout = nullptr;
   std::shared_ptr<const NodeSummarizer> summarizer;
 };
 
 // Writes every registered summary of `node` and marks them as written for
-// its current usage (the cluster cache calls this for each entry it builds).
+// its current usage and their layout (the cluster cache calls this for each
+// entry it builds). With no registrations, or registrations of more than one
+// layout, the node is left without a summary.
 void WriteNodeSummaries(std::span<const NodeSummaryRegistration> summaries,
                         model::NodeInfo& node);
 
@@ -68,12 +72,13 @@ class NodeSummarySlot {
  public:
   // No slot: Get always answers false.
   NodeSummarySlot() = default;
-  explicit NodeSummarySlot(size_t offset) : offset_(offset) {}
+  NodeSummarySlot(size_t offset, const void* layout) : offset_(offset), layout_(layout) {}
 
-  // Copies the node's summary into `out`; false when the node has none
-  // (then compute it from the node). Compiles to plain loads.
+  // Copies the node's summary into `out`; false when the node has none of
+  // this slot's layout (then compute it from the node). Compiles to plain
+  // loads.
   bool Get(const model::NodeInfo& node, T& out) const {
-    if (offset_ == kNone || !node.has_summary()) {
+    if (offset_ == kNone || !node.has_summary() || node.summary_layout != layout_) {
       return false;
     }
     std::memcpy(&out, node.summary + offset_, sizeof(T));
@@ -84,6 +89,7 @@ class NodeSummarySlot {
  private:
   static constexpr size_t kNone = ~size_t{0};
   size_t offset_ = kNone;
+  const void* layout_ = nullptr;
 };
 
 // Summarizes with a function object T(const NodeInfo&).
