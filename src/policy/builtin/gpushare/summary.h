@@ -48,7 +48,8 @@ struct GpuSummary {
   // negative counts); read NodeGpuShape and the GpuUsage instead.
   bool usable = false;
 };
-static_assert(sizeof(GpuSummary) == 48, "two summaries' worth of room for the other policies");
+// 48 bytes: with the NodeInfo's head, within its first two cache lines.
+static_assert(sizeof(GpuSummary) == 48, "GpuSummary grew: check the NodeInfo lines it spans");
 
 // A usable summary's devices, for PlaceBestFit and the scores.
 class SummaryDevices {
