@@ -1,21 +1,28 @@
 // ClusterCache with GPU sharing: per-device counting through pod events and
 // reservations, the in-flight bind guard, restart recovery from annotations,
-// unhealthy-device ConfigMaps, and what Synced() waits for.
+// unhealthy-device ConfigMaps, what Synced() waits for, and GpuShare's node
+// summaries as the cache writes them.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "policy/builtin/gpushare/accounting.h"
 #include "policy/builtin/gpushare/convention.h"
+#include "policy/builtin/gpushare/gpushare.h"
 #include "schedext/cluster/cache.h"
+#include "schedext/model/name_table.h"
+#include "schedext/policy/policy_host.h"
+#include "schedext/policy/request_state.h"
 #include "testing/model_builders.h"
 
 namespace schedext::cluster {
@@ -687,6 +694,298 @@ TEST(CacheGpuShareTest, ForEachPodVisitsBoundPendingAndReservedPods) {
   int calls = 0;
   empty.cache.snapshot()->ForEachPod([&](const model::PodInfo&, bool) { ++calls; });
   EXPECT_EQ(calls, 0);
+}
+
+
+// GpuShare's node summaries (policy/builtin/gpushare/summary.h) as the cache
+// writes them: two GpuShare policies (binpack and spread) on one PolicyHost,
+// the cache built with its accountings, watch, summaries and frozen names as
+// main builds it. Every decision on a stored node must equal the decision on
+// a copy of it whose summary is invalidated (which the policy then reads from
+// the node's capacity and GPU state).
+class GpuSummaryTest : public ::testing::Test {
+ protected:
+  struct Decision {
+    policy::Verdict::Code code;
+    std::string reason;
+    int64_t binpack;
+    int64_t spread;
+    bool operator==(const Decision&) const = default;
+  };
+
+  void SetUp() override {
+    policy::PolicyContext context;
+    context.handle = &host_;
+    context.names = names_.get();
+    binpack_ = MustCreate(R"({"scoring": "binpack"})", context);
+    spread_ = MustCreate(R"({"scoring": "spread"})", context);
+    ASSERT_NE(binpack_, nullptr);
+    ASSERT_NE(spread_, nullptr);
+    ASSERT_EQ(host_.summaries().size(), 2u);  // one per instance
+    names_->Freeze();
+    CacheOptions options;
+    options.accountings = host_.accountings();
+    options.summaries = host_.summaries();
+    for (const policy::PolicyHost::WatchEntry& watch : host_.watches()) {
+      options.watches.push_back(watch.handler);
+    }
+    options.names = names_;
+    cache_ = std::make_unique<ClusterCache>(options);
+  }
+
+  static std::unique_ptr<policy::Policy> MustCreate(const char* args,
+                                                    const policy::PolicyContext& context) {
+    StatusOr<std::unique_ptr<policy::Policy>> made =
+        policy::NewGpuShare(nlohmann::json::parse(args), context);
+    EXPECT_TRUE(made.ok()) << made.status().ToString();
+    return made.ok() ? std::move(*made) : nullptr;
+  }
+
+  void Sync(std::vector<InformerObject> nodes, std::vector<InformerObject> pods,
+            std::vector<InformerObject> config_maps = {}) {
+    cache_->OnReplace(ResourceKind::kNodes, std::move(nodes));
+    cache_->OnReplace(ResourceKind::kPods, std::move(pods));
+    cache_->WatchFeed(0).OnReplace(ResourceKind::kConfigMaps, std::move(config_maps));
+    ASSERT_TRUE(cache_->Synced());
+  }
+
+  // The filter's verdict and both scores of a request of `request`.
+  Decision Decide(int64_t request, const model::NodeInfo& node) {
+    const model::PodInfo pod = Pod(request);
+    Decision decision{};
+    policy::RequestState filter_state;
+    EXPECT_TRUE(binpack_->AsFilter()->PreFilter(filter_state, pod).ok());
+    const policy::Verdict verdict = binpack_->AsFilter()->Filter(filter_state, pod, node);
+    decision.code = verdict.code;
+    decision.reason = std::string(verdict.reason);  // it views filter_state
+    const model::NodeInfo* nodes[] = {&node};
+    for (auto [policy, out] : {std::pair{binpack_.get(), &decision.binpack},
+                               std::pair{spread_.get(), &decision.spread}}) {
+      policy::RequestState state;
+      EXPECT_TRUE(policy->AsScorer()->PreScore(state, pod, nodes).ok());
+      *out = policy->AsScorer()->Score(state, pod, node);
+    }
+    return decision;
+  }
+
+  model::PodInfo Pod(int64_t request) {
+    test::PodBuilder builder(arena_);
+    builder.Name("new");
+    if (request > 0) {
+      builder.Container({}, {{kMem, request}});
+    } else {
+      builder.Container({{"cpu", 100}});
+    }
+    return builder.Build();
+  }
+
+  // Checks `name`'s decisions for every request against its invalidated
+  // copy; returns the decisions (by request) for the caller's own checks.
+  std::vector<Decision> ExpectSameAsUnsummarized(std::string_view name) {
+    const std::shared_ptr<const Snapshot> snapshot = cache_->snapshot();
+    const model::NodeInfo* node = snapshot->FindNode(name);
+    EXPECT_NE(node, nullptr) << name;
+    if (node == nullptr) {
+      return {};
+    }
+    EXPECT_TRUE(node->has_summary()) << name;
+    model::NodeInfo unsummarized = *node;
+    unsummarized.summarized_usage = nullptr;
+    EXPECT_FALSE(unsummarized.has_summary());
+    std::vector<Decision> out;
+    for (const int64_t request : Requests()) {
+      SCOPED_TRACE(std::string(name) + ", request " + std::to_string(request));
+      const Decision summarized = Decide(request, *node);
+      EXPECT_EQ(summarized, Decide(request, unsummarized));
+      out.push_back(summarized);
+    }
+    return out;
+  }
+
+  // True when the node's answers come from its summary alone: a copy that
+  // keeps the summary but has no GPU capacity answers the same.
+  bool AnswersFromSummary(std::string_view name) {
+    const std::shared_ptr<const Snapshot> snapshot = cache_->snapshot();
+    const model::NodeInfo* node = snapshot->FindNode(name);
+    if (node == nullptr) {
+      ADD_FAILURE() << name;
+      return false;
+    }
+    model::NodeInfo no_capacity = *node;
+    no_capacity.capacity = model::ResourceList();
+    for (const int64_t request : Requests()) {
+      if (Decide(request, *node) != Decide(request, no_capacity)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  static constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+  // The largest device the scores take in 64 bits (gpushare.cc's kSmallDevice).
+  static constexpr int64_t kSmallDevice = std::numeric_limits<int64_t>::max() / 100 / 64;
+
+  static std::vector<int64_t> Requests() {
+    return {0,          1,         2,          3,       4,          5,
+            7,          8,         9,          10,      16,         17,
+            2000,       kInt32Max, int64_t{1} << 38, int64_t{1} << 40, kSmallDevice};
+  }
+
+  policy::PolicyHost host_;
+  std::shared_ptr<model::NameTable> names_ = std::make_shared<model::NameTable>();
+  std::unique_ptr<policy::Policy> binpack_;
+  std::unique_ptr<policy::Policy> spread_;
+  std::unique_ptr<ClusterCache> cache_;
+  TestArena arena_;
+};
+
+TEST_F(GpuSummaryTest, DecisionsEqualTheUnsummarizedNodes) {
+  constexpr int64_t kGiB40 = int64_t{1} << 40;
+  Sync(
+      {
+          GpuNode("none", 0, 0),
+          GpuNode("memory-no-count", 0, 32),
+          GpuNode("one", 1, 16),
+          GpuNode("four", 4, 32),
+          GpuNode("uneven", 3, 32),  // 10 each, 2 left over
+          GpuNode("eight", 8, 80),
+          GpuNode("nine", 9, 72),
+          GpuNode("twenty", 20, 80),
+          GpuNode("int32-edge", 2, 2 * kInt32Max),      // devices of INT32_MAX
+          GpuNode("past-int32", 2, 2 * kInt32Max + 2),  // one more each
+          GpuNode("large", 1, kGiB40),
+          GpuNode("huge", 2, 2 * (kSmallDevice + 1)),
+          GpuNode("sick", 4, 32),
+          GpuNode("sick-beyond-count", 4, 32),
+      },
+      {
+          GpuPod("one-a", "one", 5, "0"),
+          GpuPod("four-a", "four", 3, "0"),
+          GpuPod("four-b", "four", 6, "1"),
+          GpuPod("four-c", "four", 12, "3"),  // over-committed
+          GpuPod("four-d", "four", 2, "5"),   // on a device past the count
+          GpuPod("four-e", "four", 4, std::nullopt),  // unassigned
+          GpuPod("uneven-a", "uneven", 9, "2"),
+          GpuPod("eight-a", "eight", 10, "0"),
+          GpuPod("eight-b", "eight", 3, "4"),
+          GpuPod("eight-c", "eight", 9, "7"),
+          GpuPod("nine-a", "nine", 7, "8"),
+          GpuPod("nine-b", "nine", 1, "0"),
+          GpuPod("twenty-a", "twenty", 4, "19"),
+          GpuPod("twenty-b", "twenty", 3, "2"),
+          GpuPod("int32-a", "int32-edge", kInt32Max - 5, "1"),
+          GpuPod("past-a", "past-int32", 9, "0"),
+          GpuPod("large-a", "large", int64_t{1} << 39, "0"),
+          GpuPod("huge-a", "huge", kSmallDevice / 3, "1"),
+          GpuPod("sick-a", "sick", 2, "1"),
+          GpuPod("beyond-a", "sick-beyond-count", 2, "1"),
+      },
+      {
+          Unhealthy("sick", "0,2"),
+          Unhealthy("eight", "3,7"),
+          Unhealthy("nine", "8"),
+          Unhealthy("sick-beyond-count", "4,63"),
+      });
+  for (std::string_view name :
+       {"none", "memory-no-count", "one", "four", "uneven", "eight", "nine", "twenty",
+        "int32-edge", "past-int32", "large", "huge", "sick", "sick-beyond-count"}) {
+    ExpectSameAsUnsummarized(name);
+  }
+  // Up to 8 devices of at most INT32_MAX: answered from the summary alone.
+  for (std::string_view name : {"one", "four", "uneven", "eight", "int32-edge", "sick"}) {
+    EXPECT_TRUE(AnswersFromSummary(name)) << name;
+  }
+  // Anything else is read from the node.
+  for (std::string_view name : {"nine", "twenty", "past-int32", "large", "huge"}) {
+    EXPECT_FALSE(AnswersFromSummary(name)) << name;
+  }
+
+  // Spot checks that the cases say what they are meant to (request 4 is at
+  // index 4 of Requests()): "four" has free [5, 2, 8, 0] (device 3 is
+  // over-committed, device 5 is past the count, 4 GiB unassigned).
+  const std::vector<Decision> four = ExpectSameAsUnsummarized("four");
+  ASSERT_EQ(four.size(), Requests().size());
+  EXPECT_EQ(four[4], (Decision{policy::Verdict::Code::kSuccess, "", 100 * (8 - 1) / 8,
+                               100 * (15 - 4) / 32}));
+  EXPECT_EQ(four[9].code, policy::Verdict::Code::kUnschedulableAndUnresolvable);  // 10 > 8
+  // "sick": devices 0 and 2 unhealthy, device 1 holds 2: free [6, 8] healthy.
+  const std::vector<Decision> sick = ExpectSameAsUnsummarized("sick");
+  EXPECT_EQ(sick[7], (Decision{policy::Verdict::Code::kSuccess, "", 100, 100 * (14 - 8) / 16}));
+  EXPECT_EQ(sick[8], (Decision{policy::Verdict::Code::kUnschedulableAndUnresolvable,
+                               "node(s) have no healthy GPU with 9 GiB", 0, 0}));
+  // "nine": device 8 unhealthy, device 0 holds 1: the best fit for 7 is device 0.
+  const std::vector<Decision> nine = ExpectSameAsUnsummarized("nine");
+  EXPECT_EQ(nine[6].binpack, 100);
+  EXPECT_EQ(ExpectSameAsUnsummarized("none")[1],
+            (Decision{policy::Verdict::Code::kUnschedulableAndUnresolvable,
+                      "node(s) have no shared GPU", 0, 0}));
+}
+
+TEST_F(GpuSummaryTest, SummariesFollowPodAndConfigMapEvents) {
+  Sync({GpuNode("n1", 4, 32), GpuNode("n2", 8, 64)}, {GpuPod("a", "n1", 4, "0")});
+  AnnotatingFit fit;
+  struct Step {
+    std::string name;
+    std::function<void()> apply;
+    std::string n1_reason_for_8;  // n1's filter reason for a request of 8 ("" passes)
+  };
+  const std::vector<Step> steps = {
+      {"start", [] {}, ""},  // free [4, 8, 8, 8]
+      {"pods fill devices 1 and 2",
+       [&] {
+         cache_->OnUpsert(ResourceKind::kPods, GpuPod("b", "n1", 8, "1"));
+         cache_->OnUpsert(ResourceKind::kPods, GpuPod("c", "n1", 5, "2"));
+       },
+       ""},  // free [4, 0, 3, 8]
+      {"device 3 unhealthy", [&] { cache_->WatchFeed(0).OnUpsert(ResourceKind::kConfigMaps,
+                                                                 Unhealthy("n1", "3")); },
+       "no GPU with 8 GiB free (largest free 4 GiB)"},
+      {"a pod moves to device 2",
+       [&] { cache_->OnUpsert(ResourceKind::kPods, GpuPod("a", "n1", 4, "2")); },
+       ""},  // free [8, 0, 0 (9 used), -]: 8 fits on device 0
+      {"a reservation takes device 0",
+       [&] {
+         cache_->OnUpsert(ResourceKind::kPods, GpuPod("p", "", 1, std::nullopt));
+         StatusOr<bool> reserved = cache_->AssumeIfFits(Request("uid-p", "p", "n1"), fit.Fn());
+         ASSERT_TRUE(reserved.ok() && *reserved);
+       },
+       "no GPU with 8 GiB free (largest free 7 GiB)"},  // free [7, 0, 0, -]
+      {"the reservation is forgotten", [&] { ASSERT_TRUE(cache_->Forget("uid-p").ok()); },
+       ""},
+      {"pods deleted",
+       [&] {
+         cache_->OnDelete(ResourceKind::kPods, GpuPod("b", "n1", 8, "1"));
+         cache_->OnDelete(ResourceKind::kPods, GpuPod("c", "n1", 5, "2"));
+       },
+       ""},
+      {"every device unhealthy",
+       [&] {
+         cache_->WatchFeed(0).OnUpsert(ResourceKind::kConfigMaps, Unhealthy("n1", "0,1,2,3"));
+       },
+       "node(s) have no healthy GPU with 8 GiB"},
+      {"the node grows to 9 devices (read from the node)",
+       [&] { cache_->OnUpsert(ResourceKind::kNodes, GpuNode("n1", 9, 72)); }, ""},
+      {"and shrinks to 2 of 4 GiB",
+       [&] { cache_->OnUpsert(ResourceKind::kNodes, GpuNode("n1", 2, 8)); },
+       "node(s) have no healthy GPU with 8 GiB"},
+      {"its ConfigMap deleted",
+       [&] {
+         cache_->WatchFeed(0).OnDelete(ResourceKind::kConfigMaps, Unhealthy("n1", "0,1,2,3"));
+       },
+       "node(s) have no healthy GPU with 8 GiB"},
+      {"no GPUs any more", [&] { cache_->OnUpsert(ResourceKind::kNodes, GpuNode("n1", 0, 0)); },
+       "node(s) have no shared GPU"},
+      {"every pod gone", [&] { cache_->OnReplace(ResourceKind::kPods, {}); },
+       "node(s) have no shared GPU"},
+  };
+  for (const Step& step : steps) {
+    SCOPED_TRACE(step.name);
+    step.apply();
+    ExpectSameAsUnsummarized("n1");
+    ExpectSameAsUnsummarized("n2");  // untouched, rebuilt or not
+    const std::shared_ptr<const Snapshot> snapshot = cache_->snapshot();
+    EXPECT_EQ(Decide(8, *snapshot->FindNode("n1")).reason, step.n1_reason_for_8);
+  }
 }
 
 }  // namespace

@@ -352,50 +352,60 @@ TEST(GpuShareTest, ScoresHugeDevicesExactly) {
   EXPECT_EQ(ExpectedScore(specs[3], 7, true), 50);
 }
 
-// PreScore scores every node ahead of the per-node calls; Score must answer
-// the same for every node whatever order, repetition or thread it is called
-// in, and for nodes PreScore never saw.
-TEST(GpuShareTest, PreScoredNodesScoreAsEachNodeAlone) {
-  TestArena arena;
-  std::vector<NodeSpec> specs;
-  uint64_t seed = 12345;
+// The node a NodeSpec describes.
+model::NodeInfo SpecNode(TestArena& arena, const std::string& name, const NodeSpec& spec) {
+  if (!spec.usage) {
+    return NodeBuilder(arena)
+        .Name(name)
+        .Capacity(kGpuMem, spec.total)
+        .Capacity(kGpuCount, spec.count)
+        .NoUsage()
+        .Build();
+  }
+  if (!spec.state) {
+    return NodeBuilder(arena)
+        .Name(name)
+        .Capacity(kGpuMem, spec.total)
+        .Capacity(kGpuCount, spec.count)
+        .Usage(1, {})
+        .Build();
+  }
+  return GpuNode(arena, name, spec.count, spec.total, spec.used, spec.unhealthy);
+}
+
+// Varied nodes: 0-8 devices of 4-16 GiB with a remainder, used amounts at
+// times over-committed or past the count, some unhealthy masks, some nodes
+// with nothing counted or no usage at all.
+std::vector<NodeSpec> RandomSpecs(int n, uint64_t seed) {
   auto next = [&](uint64_t bound) {
     seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
     return static_cast<int64_t>((seed >> 33) % bound);
   };
-  for (int i = 0; i < 57; ++i) {
+  std::vector<NodeSpec> specs;
+  for (int i = 0; i < n; ++i) {
     NodeSpec spec;
     spec.count = next(9);  // 0: no GPUs
     spec.total = spec.count * (4 + next(13)) + next(3);
     for (int64_t d = next(spec.count + 2); d > 0; --d) {
-      spec.used.push_back(next(18));  // at times over-committed, or past the count
+      spec.used.push_back(next(18));
     }
     spec.unhealthy = next(4) == 0 ? static_cast<uint64_t>(next(256)) : 0;
     spec.state = next(5) != 0;
     spec.usage = next(9) != 0;
     specs.push_back(spec);
   }
+  return specs;
+}
+
+// PreScore scores every node ahead of the per-node calls; Score must answer
+// the same for every node whatever order, repetition or thread it is called
+// in, and for nodes PreScore never saw.
+TEST(GpuShareTest, PreScoredNodesScoreAsEachNodeAlone) {
+  TestArena arena;
+  const std::vector<NodeSpec> specs = RandomSpecs(57, 12345);
   std::vector<model::NodeInfo> nodes;
   for (size_t i = 0; i < specs.size(); ++i) {
-    const NodeSpec& spec = specs[i];
-    const std::string name = "n" + std::to_string(i);
-    if (!spec.usage) {
-      nodes.push_back(NodeBuilder(arena)
-                          .Name(name)
-                          .Capacity(kGpuMem, spec.total)
-                          .Capacity(kGpuCount, spec.count)
-                          .NoUsage()
-                          .Build());
-    } else if (!spec.state) {
-      nodes.push_back(NodeBuilder(arena)
-                          .Name(name)
-                          .Capacity(kGpuMem, spec.total)
-                          .Capacity(kGpuCount, spec.count)
-                          .Usage(1, {})
-                          .Build());
-    } else {
-      nodes.push_back(GpuNode(arena, name, spec.count, spec.total, spec.used, spec.unhealthy));
-    }
+    nodes.push_back(SpecNode(arena, "n" + std::to_string(i), specs[i]));
   }
   const std::vector<const model::NodeInfo*> pointers = test::NodePointers(nodes);
   const model::NodeInfo outsider = TwoByEight(arena, "outsider", {5, 1});
@@ -477,6 +487,59 @@ TEST(GpuShareTest, PreScoredNodesScoreAsEachNodeAlone) {
       }
     }
   }
+}
+
+// Nodes summarized as the cluster cache summarizes them (WriteNodeSummaries
+// with the host's registrations) decide exactly as the same nodes without a
+// summary: random nodes, and the unusual ones the summary leaves to the node
+// (more than 8 devices, devices beyond 32 bits, negative used amounts).
+TEST(GpuShareTest, SummarizedNodesDecideAsUnsummarized) {
+  TestArena arena;
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+  std::vector<NodeSpec> specs = RandomSpecs(200, 777);
+  const std::vector<NodeSpec> unusual = {
+      {8, 8 * kInt32Max, {kInt32Max - 1, 0, 5}, 0b10000001, true, true},
+      {8, 8 * kInt32Max + 8, {1}, 0, true, true},
+      {9, 72, {1, 2, 3, 4, 5, 6, 7, 8, 9}, 0b100000000, true, true},
+      {64, kMax, {kMax / 64 - 1, 5, kMax / 64}, uint64_t{1} << 63, true, true},
+      {2, 16, {-3, 4}, 0, true, true},  // inconsistent counts: more than the device free
+      {2, 16, {kMax, -5}, 0b01, true, true},  // device 1: 13 free of 8
+      {1, 16, {}, uint64_t{1} << 40, true, true},  // unhealthy past the count
+  };
+  specs.insert(specs.end(), unusual.begin(), unusual.end());
+  PolicyHost& host = NewHost();
+  PolicyContext context;
+  context.handle = &host;
+  std::unique_ptr<Policy> binpack = MustCreate(R"({"scoring": "binpack"})", context);
+  std::unique_ptr<Policy> spread = MustCreate(R"({"scoring": "spread"})", context);
+  ASSERT_NE(binpack, nullptr);
+  ASSERT_NE(spread, nullptr);
+  ASSERT_EQ(host.summaries().size(), 2u);
+  size_t summarized = 0;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const model::NodeInfo plain = SpecNode(arena, "n" + std::to_string(i), specs[i]);
+    model::NodeInfo with_summary = plain;
+    WriteNodeSummaries(host.summaries(), with_summary);
+    summarized += with_summary.has_summary() ? 1 : 0;
+    for (const int64_t request : {int64_t{0}, int64_t{1}, int64_t{3}, int64_t{6}, int64_t{9},
+                                  int64_t{17}, kInt32Max, kMax / 4}) {
+      SCOPED_TRACE("node " + std::to_string(i) + ", request " + std::to_string(request));
+      const model::PodInfo pod = GpuPod(arena, request);
+      EXPECT_EQ(RunFilter(*binpack, pod, with_summary), RunFilter(*binpack, pod, plain));
+      for (const Policy* policy : {binpack.get(), spread.get()}) {
+        const ScoreHook* scorer = policy->AsScorer();
+        RequestState state;
+        const model::NodeInfo* one[] = {&with_summary};
+        ASSERT_TRUE(scorer->PreScore(state, pod, one).ok());
+        EXPECT_EQ(scorer->Score(state, pod, with_summary), scorer->Score(state, pod, plain));
+        EXPECT_EQ(scorer->Score(state, pod, plain),
+                  ExpectedScore(specs[i], request, policy == spread.get()));
+      }
+    }
+  }
+  // Every node with a usage got its summary (the rest have none to check).
+  EXPECT_GT(summarized, specs.size() * 3 / 4);
 }
 
 // A victim: a bound pod using `memory` on `device`.

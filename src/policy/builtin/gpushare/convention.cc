@@ -104,29 +104,4 @@ std::optional<std::string_view> UnhealthyConfigMapNode(std::string_view namespac
   return name.substr(convention.unhealthy_prefix.size());
 }
 
-GpuPlacement PlaceOnGpu(const GpuShape& shape, const GpuUsage* usage, int64_t request) {
-  // The usage's fields read once, then a loop over plain values (what
-  // UsedOn/Unhealthy answer per device).
-  const uint64_t unhealthy = usage != nullptr ? usage->unhealthy : 0;
-  const int64_t* used = usage != nullptr ? usage->used.data() : nullptr;
-  const int counted = usage != nullptr ? static_cast<int>(usage->used.size()) : 0;
-  GpuPlacement placement;
-  for (int device = 0; device < shape.count; ++device) {
-    if (device < kMaxGpuDevices && ((unhealthy >> device) & 1U) != 0) {
-      continue;
-    }
-    const int64_t used_here = device < counted ? used[device] : 0;
-    const int64_t free = std::max<int64_t>(0, shape.device_memory - used_here);
-    placement.largest_free = std::max(placement.largest_free, free);
-    if (shape.device_memory >= request) {
-      placement.could_fit = true;
-    }
-    if (free >= request && (placement.device < 0 || free - request < placement.free_after)) {
-      placement.device = device;
-      placement.free_after = free - request;
-    }
-  }
-  return placement;
-}
-
 }  // namespace schedext::policy::gpushare

@@ -18,6 +18,7 @@
 #ifndef SCHEDEXT_POLICY_BUILTIN_GPUSHARE_CONVENTION_H_
 #define SCHEDEXT_POLICY_BUILTIN_GPUSHARE_CONVENTION_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -153,9 +154,67 @@ struct GpuPlacement {
   // make room); false: the node can never hold the request as it is.
   bool could_fit = false;
 };
-// `usage` may be null (nothing counted on the node). Free memory of a device =
-// device_memory - used, floored at 0 (an over-committed device has none).
-GpuPlacement PlaceOnGpu(const GpuShape& shape, const GpuUsage* usage, int64_t request);
+
+// Best fit over the devices of one node, whatever holds them: `devices` has
+// count(), device_memory(), healthy(d) and free(d) for d in [0, count()).
+// The node's shape and usage (UsageDevices) and its node summary
+// (summary.h) both answer through this one rule, so they cannot disagree.
+template <typename Devices>
+GpuPlacement PlaceBestFit(const Devices& devices, int64_t request) {
+  GpuPlacement placement;
+  const int count = devices.count();
+  for (int device = 0; device < count; ++device) {
+    if (!devices.healthy(device)) {
+      continue;
+    }
+    const int64_t free = devices.free(device);
+    placement.largest_free = std::max(placement.largest_free, free);
+    if (devices.device_memory() >= request) {
+      placement.could_fit = true;
+    }
+    if (free >= request && (placement.device < 0 || free - request < placement.free_after)) {
+      placement.device = device;
+      placement.free_after = free - request;
+    }
+  }
+  return placement;
+}
+
+// A node's devices as its capacity (`shape`) and the cache's GpuUsage give
+// them. `usage` may be null (nothing counted on the node). Free memory of a
+// device = device_memory - used, floored at 0 (an over-committed device has
+// none). The usage's fields are read once, then plain values per device.
+class UsageDevices {
+ public:
+  UsageDevices(const GpuShape& shape, const GpuUsage* usage)
+      : count_(shape.count),
+        device_memory_(shape.device_memory),
+        unhealthy_(usage != nullptr ? usage->unhealthy : 0),
+        used_(usage != nullptr ? usage->used.data() : nullptr),
+        counted_(usage != nullptr ? static_cast<int>(usage->used.size()) : 0) {}
+
+  int count() const { return count_; }
+  int64_t device_memory() const { return device_memory_; }
+  bool healthy(int device) const {
+    return device >= kMaxGpuDevices || ((unhealthy_ >> device) & 1U) == 0;
+  }
+  int64_t free(int device) const {
+    const int64_t used = device < counted_ ? used_[device] : 0;
+    return std::max<int64_t>(0, device_memory_ - used);
+  }
+
+ private:
+  int count_;
+  int64_t device_memory_;
+  uint64_t unhealthy_;
+  const int64_t* used_;
+  int counted_;
+};
+
+// PlaceBestFit over UsageDevices(shape, usage).
+inline GpuPlacement PlaceOnGpu(const GpuShape& shape, const GpuUsage* usage, int64_t request) {
+  return PlaceBestFit(UsageDevices(shape, usage), request);
+}
 
 }  // namespace schedext::policy::gpushare
 

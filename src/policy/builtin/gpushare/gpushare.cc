@@ -1,7 +1,6 @@
 #include "policy/builtin/gpushare/gpushare.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstddef>
 #include <charconv>
 #include <limits>
@@ -19,6 +18,7 @@
 #include "policy/builtin/gpushare/accounting.h"
 #include "policy/builtin/gpushare/convention.h"
 #include "policy/builtin/gpushare/inspect.h"
+#include "policy/builtin/gpushare/summary.h"
 #include "schedext/model/quantity.h"
 
 namespace schedext::policy {
@@ -26,18 +26,17 @@ namespace {
 
 using gpushare::GpuDeviceIndex;
 using gpushare::GpuMemoryRequest;
+using gpushare::GpuNodeReader;
 using gpushare::GpuPlacement;
-using gpushare::GpuResourceNames;
 using gpushare::GpuShape;
 using gpushare::GpuShareConvention;
+using gpushare::GpuSummary;
 using gpushare::GpuUsage;
-using gpushare::NodeGpuShape;
+using gpushare::PlaceBestFit;
 using gpushare::PlaceOnGpu;
-using gpushare::UsageOf;
+using gpushare::SummaryDevices;
+using gpushare::UsageDevices;
 using model::Int128;
-
-// The usage of a node nothing GPU-related is counted on.
-const GpuUsage kNoGpuUsage;
 
 constexpr std::string_view kName = "GpuShare";
 
@@ -49,12 +48,8 @@ constexpr std::string_view kVictimsMismatch = "GpuShare: victims and needed diff
 constexpr std::string_view kNoDeviceAfterEviction =
     "no GPU has enough memory even after evicting the victims";
 
-// PreScore requests a link of a node's data this many nodes before the next
-// link (PrefetchAhead).
-constexpr size_t kPrefetchStride = 4;
-
 // Device memory up to which kMaxNodeScore × (a sum over every device) fits in
-// an int64 (ScoreNode).
+// an int64 (ScoreOn).
 constexpr int64_t kSmallDevice =
     std::numeric_limits<int64_t>::max() / kMaxNodeScore / gpushare::kMaxGpuDevices;
 
@@ -78,23 +73,10 @@ class FilterState final : public StateData {
   std::string texts;
 };
 
-// PreScore's result: the request and, when it asks for GPU memory, every
-// node's score, computed there in one pass that loads the nodes' data ahead
-// (PrefetchAhead) instead of waiting for each node's misses in turn.
+// PreScore's result: the request, read once instead of per node.
 class ScoreState final : public StateData {
  public:
-  struct Scored {
-    const model::NodeInfo* node;
-    int64_t score;
-  };
   int64_t request = 0;
-  // The nodes PreScore saw, in order, with their scores.
-  std::vector<Scored> scored;
-  // Where Score looks first: the pipeline scores the nodes in PreScore's
-  // order, so the entry after the last one answered is the next node's. Any
-  // other call finds another node there and computes its score, so this is
-  // only ever a shortcut; atomic because Score may run on several threads.
-  mutable std::atomic<size_t> next{0};
 };
 
 // Decimal digits of a value in [0, kLargestFreeTexts).
@@ -161,12 +143,17 @@ class GpuShare final : public Policy,
                        public PreemptHook,
                        public ReserveHook {
  public:
+  // Registers the node summary when `handle` is not null.
   GpuShare(GpuShareConvention convention, Scoring scoring, NodeStateSlot slot,
-           model::NameTable* names)
+           model::NameTable* names, PolicyHandle* handle)
       : convention_(std::move(convention)),
-        resource_names_(GpuResourceNames::Of(convention_, names)),
-        scoring_(scoring),
-        slot_(slot) {}
+        reader_(std::make_shared<const GpuNodeReader>(convention_, slot, names)),
+        scoring_(scoring) {
+    if (handle != nullptr) {
+      summary_ = handle->AddNodeSummary<GpuSummary>(
+          [reader = reader_](const model::NodeInfo& node) { return reader->Summarize(node); });
+    }
+  }
 
   std::string_view Name() const override { return kName; }
   const FilterHook* AsFilter() const override { return this; }
@@ -197,41 +184,20 @@ class GpuShare final : public Policy,
     if (data->request == 0) {
       return Verdict::Success();
     }
-    const GpuUsage* usage = PrefetchedUsageOf(node);
-    const GpuShape shape = NodeGpuShape(node, resource_names_);
-    if (!shape.has_gpus()) {
-      return Verdict::Unresolvable(kNoSharedGpu);
+    GpuSummary summary;
+    if (SummaryOf(node, summary)) {
+      return FilterOn(SummaryDevices(summary), *data);
     }
-    const GpuPlacement placement = PlaceOnGpu(shape, usage, data->request);
-    if (placement.device >= 0) {
-      return Verdict::Success();
-    }
-    if (!placement.could_fit) {
-      return Verdict::Unresolvable(data->no_healthy_gpu);
-    }
-    // A rejected node's largest free amount is below the request, so the
-    // table covers every rejection of requests up to its size.
-    if (placement.largest_free >= 0 &&
-        placement.largest_free < static_cast<int64_t>(data->by_largest_free.size())) {
-      return Verdict::Unschedulable(data->by_largest_free[placement.largest_free]);
-    }
-    return Verdict::Unschedulable(data->no_room);
+    return FilterOn(UsageDevices(reader_->Shape(node), reader_->Usage(node)), *data);
   }
 
   bool EvictionCanHelp() const override { return true; }
 
   // ScoreHook
   Status PreScore(RequestState& state, const model::PodInfo& pod,
-                  NodeSpan nodes) const override {
+                  NodeSpan /*nodes*/) const override {
     auto data = std::make_unique<ScoreState>();
     data->request = GpuMemoryRequest(pod, convention_);
-    if (data->request > 0) {
-      data->scored.reserve(nodes.size());
-      for (size_t i = 0; i < nodes.size(); ++i) {
-        PrefetchAhead(nodes, i);
-        data->scored.push_back({nodes[i], ScoreNode(data->request, *nodes[i])});
-      }
-    }
     state.Set(ScoreKey(), std::move(data));
     return OkStatus();
   }
@@ -239,15 +205,16 @@ class GpuShare final : public Policy,
   int64_t Score(const RequestState& state, const model::PodInfo& pod,
                 const model::NodeInfo& node) const override {
     const ScoreState* data = state.GetAs<ScoreState>(ScoreKey());
-    if (data == nullptr) {
-      return ScoreNode(GpuMemoryRequest(pod, convention_), node);
+    const int64_t request =
+        data != nullptr ? data->request : GpuMemoryRequest(pod, convention_);
+    if (request == 0) {
+      return 0;
     }
-    const size_t next = data->next.load(std::memory_order_relaxed);
-    if (next < data->scored.size() && data->scored[next].node == &node) {
-      data->next.store(next + 1, std::memory_order_relaxed);
-      return data->scored[next].score;
+    GpuSummary summary;
+    if (SummaryOf(node, summary)) {
+      return ScoreOn(SummaryDevices(summary), request);
     }
-    return ScoreNode(data->request, node);
+    return ScoreOn(UsageDevices(reader_->Shape(node), reader_->Usage(node)), request);
   }
 
   // PreemptHook
@@ -267,8 +234,10 @@ class GpuShare final : public Policy,
     if (request == 0) {
       return Verdict::Success();
     }
-    const GpuShape shape = NodeGpuShape(node, resource_names_);
-    const GpuUsage& gpu = *UsageOf(node, slot_, kNoGpuUsage);
+    // The victims' devices and their used amounts: read from the node itself
+    // (preemption is rare and may see any number of devices).
+    const GpuShape shape = reader_->Shape(node);
+    const GpuUsage& gpu = *reader_->Usage(node);
     int best = -1;
     int best_count = 0;
     for (int device = 0; device < shape.count && shape.device_memory >= request; ++device) {
@@ -302,8 +271,10 @@ class GpuShare final : public Policy,
     if (node.usage == nullptr) {
       return FailedPreconditionError(std::string(kNeedsClusterCache));
     }
-    const GpuShape shape = NodeGpuShape(node, resource_names_);
-    const GpuPlacement placement = PlaceOnGpu(shape, UsageOf(node, slot_, kNoGpuUsage), request);
+    // The device is named in the pod's annotations: read from the node
+    // itself, with the cache's latest usage (see the header).
+    const GpuShape shape = reader_->Shape(node);
+    const GpuPlacement placement = PlaceOnGpu(shape, reader_->Usage(node), request);
     if (placement.device < 0) {
       return FailedPreconditionError("no GPU with " + Amount(request) + " free on node " +
                                      std::string(node.name) + " (largest free " +
@@ -325,91 +296,75 @@ class GpuShare final : public Policy,
   const void* FilterKey() const { return static_cast<const FilterHook*>(this); }
   const void* ScoreKey() const { return static_cast<const ScoreHook*>(this); }
 
-  // UsageOf, with the cache lines the placement reads from the node's GPU
-  // state requested at once: that miss then overlaps the one of the node's
-  // capacity that NodeGpuShape takes next, instead of following it.
-  const GpuUsage* PrefetchedUsageOf(const model::NodeInfo& node) const {
-    const GpuUsage* usage = UsageOf(node, slot_, kNoGpuUsage);
-    if (usage != nullptr) {
-      // The mask, the size and the first devices' used amounts.
-      __builtin_prefetch(usage);
-      __builtin_prefetch(reinterpret_cast<const char*>(usage) + 48);
+  // The node's summary: from its bytes when the cache wrote them, else
+  // computed from the node. False when it does not hold this node (see
+  // summary.h): then read the node's shape and usage.
+  bool SummaryOf(const model::NodeInfo& node, GpuSummary& out) const {
+    if (!summary_.Get(node, out)) {
+      out = reader_->Summarize(node);
     }
-    return usage;
+    return out.usable;
   }
 
-  // The score of `node` for a request of `request` (> 0 or not).
-  int64_t ScoreNode(int64_t request, const model::NodeInfo& node) const {
-    if (request == 0) {
+  // The filter's verdict for a request of data.request > 0 on `devices`.
+  template <typename Devices>
+  Verdict FilterOn(const Devices& devices, const FilterState& data) const {
+    if (devices.count() <= 0 || devices.device_memory() <= 0) {
+      return Verdict::Unresolvable(kNoSharedGpu);
+    }
+    const GpuPlacement placement = PlaceBestFit(devices, data.request);
+    if (placement.device >= 0) {
+      return Verdict::Success();
+    }
+    if (!placement.could_fit) {
+      return Verdict::Unresolvable(data.no_healthy_gpu);
+    }
+    // A rejected node's largest free amount is below the request, so the
+    // table covers every rejection of requests up to its size.
+    if (placement.largest_free >= 0 &&
+        placement.largest_free < static_cast<int64_t>(data.by_largest_free.size())) {
+      return Verdict::Unschedulable(data.by_largest_free[placement.largest_free]);
+    }
+    return Verdict::Unschedulable(data.no_room);
+  }
+
+  // The score of a request of `request` > 0 on `devices`.
+  template <typename Devices>
+  int64_t ScoreOn(const Devices& devices, int64_t request) const {
+    const int64_t device_memory = devices.device_memory();
+    if (devices.count() <= 0 || device_memory <= 0) {
       return 0;
     }
-    const GpuUsage* usage = PrefetchedUsageOf(node);
-    const GpuShape shape = NodeGpuShape(node, resource_names_);
-    if (!shape.has_gpus()) {
-      return 0;
-    }
-    const GpuPlacement placement = PlaceOnGpu(shape, usage, request);
+    const GpuPlacement placement = PlaceBestFit(devices, request);
     if (placement.device < 0) {
       return 0;
     }
     // Every amount below is in [0, device_memory × kMaxGpuDevices]: with
     // devices up to kSmallDevice the products fit in 64 bits, and the 64-bit
     // division gives the 128-bit one's quotient.
-    const bool small = shape.device_memory <= kSmallDevice;
+    const bool small = device_memory <= kSmallDevice;
     if (scoring_ == Scoring::kBinpack) {
       // free_after <= device_memory: the numerator is in [0, device memory].
-      const int64_t filled = shape.device_memory - placement.free_after;
+      const int64_t filled = device_memory - placement.free_after;
       if (small) {
-        return kMaxNodeScore * filled / shape.device_memory;
+        return kMaxNodeScore * filled / device_memory;
       }
-      return static_cast<int64_t>(Int128(kMaxNodeScore) * filled / shape.device_memory);
+      return static_cast<int64_t>(Int128(kMaxNodeScore) * filled / device_memory);
     }
     Int128 free = 0;
     Int128 total = 0;
-    for (int device = 0; device < shape.count; ++device) {
-      if (usage != nullptr && usage->Unhealthy(device)) {
+    for (int device = 0; device < devices.count(); ++device) {
+      if (!devices.healthy(device)) {
         continue;
       }
-      const int64_t used = usage != nullptr ? usage->UsedOn(device) : 0;
-      free += std::max<int64_t>(0, shape.device_memory - used);
-      total += shape.device_memory;
+      free += devices.free(device);
+      total += device_memory;
     }
     // The request fits on a healthy device, so 0 <= free - request <= total.
     if (small) {
       return kMaxNodeScore * static_cast<int64_t>(free - request) / static_cast<int64_t>(total);
     }
     return static_cast<int64_t>(Int128(kMaxNodeScore) * (free - request) / total);
-  }
-
-  // What ScoreNode reads of a node is a chain of scattered blocks: the
-  // NodeInfo's usage pointer and capacity, then the NodeUsage's state slots
-  // and the capacity's scalars, then the GPU state. Each is requested a few
-  // nodes before it is needed, the later links once the earlier ones have
-  // arrived, so that the misses of several nodes overlap. Always inlined:
-  // GCC takes a function that only prefetches for one without side effects
-  // and drops the call.
-  [[gnu::always_inline]] void PrefetchAhead(NodeSpan nodes, size_t i) const {
-    if (i + 3 * kPrefetchStride < nodes.size()) {
-      const model::NodeInfo* node = nodes[i + 3 * kPrefetchStride];
-      __builtin_prefetch(&node->usage);
-      __builtin_prefetch(&node->capacity.scalars);
-    }
-    if (i + 2 * kPrefetchStride < nodes.size()) {
-      const model::NodeInfo* node = nodes[i + 2 * kPrefetchStride];
-      if (node->usage != nullptr) {
-        __builtin_prefetch(&node->usage->states);
-      }
-      __builtin_prefetch(node->capacity.scalars.data());
-    }
-    if (i + kPrefetchStride < nodes.size()) {
-      const model::NodeInfo* node = nodes[i + kPrefetchStride];
-      if (node->usage != nullptr) {
-        if (const model::NodeState* gpu = node->usage->states.Get(slot_)) {
-          __builtin_prefetch(gpu);
-          __builtin_prefetch(reinterpret_cast<const char*>(gpu) + 64);
-        }
-      }
-    }
   }
 
   // "8 GiB".
@@ -442,11 +397,11 @@ class GpuShare final : public Policy,
   }
 
   const GpuShareConvention convention_;
-  // convention_'s resource names, interned: what the per-node hooks look up.
-  const GpuResourceNames resource_names_;
+  // How a node's shape, usage and summary are read; shared with the
+  // summarizer (which the cache may hold longer than the policy).
+  const std::shared_ptr<const GpuNodeReader> reader_;
   const Scoring scoring_;
-  // Where the shared accounting keeps each node's GpuUsage.
-  const NodeStateSlot slot_;
+  NodeSummarySlot<GpuSummary> summary_;  // set by the constructor only
 };
 
 // What every profile's GpuShare shares (PolicyHandle::Shared): one
@@ -553,8 +508,10 @@ StatusOr<std::unique_ptr<Policy>> NewGpuShare(const nlohmann::json& args,
   if (context.handle == nullptr) {
     // Nothing to register with (a caller outside Profile::Build): no slot of
     // any NodeUsage is this policy's, so it sees no GPU usage anywhere.
-    return std::unique_ptr<Policy>(std::make_unique<GpuShare>(
-        std::move(convention), mode, std::numeric_limits<NodeStateSlot>::max(), context.names));
+    return std::unique_ptr<Policy>(
+        std::make_unique<GpuShare>(std::move(convention), mode,
+                                   std::numeric_limits<NodeStateSlot>::max(), context.names,
+                                   nullptr));
   }
   PolicyHandle& handle = *context.handle;
   SCHEDEXT_ASSIGN_OR_RETURN(
@@ -566,7 +523,8 @@ StatusOr<std::unique_ptr<Policy>> NewGpuShare(const nlohmann::json& args,
         "annotations, unhealthy ConfigMaps, unit): they share one GPU accounting");
   }
   return std::unique_ptr<Policy>(
-      std::make_unique<GpuShare>(std::move(convention), mode, shared->slot, context.names));
+      std::make_unique<GpuShare>(std::move(convention), mode, shared->slot, context.names,
+                                 &handle));
 }
 
 }  // namespace schedext::policy

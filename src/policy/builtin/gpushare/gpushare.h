@@ -28,6 +28,9 @@
 //   * GET /gpushare/inspect[/<node>] and the schedext_gpushare_* gauges
 //     (inspect.h);
 //   * RequireCluster: schedext refuses to start without the Kubernetes API.
+// and by each instance, so that each profile's loops prefetch it: a node
+// summary (summary.h) the per-node Filter and Score read instead of the
+// node's capacity and GPU state.
 //
 // Pods that ask for no GPU memory pass the filter, score 0 on every node
 // (neutral: no GPU node is preferred or avoided), need none of the victims in
