@@ -77,6 +77,9 @@ class ControlPlaneSuite : public ::testing::Test {
   }
 
   static ControlPlane& cp() { return *state().cp; }
+  // False when no control plane was made (binaries missing): cp() is then
+  // not to be called, e.g. from a TearDown after SetUp's failure.
+  static bool has_cp() { return state().cp != nullptr; }
 
   // A ClientConfig from `kubeconfig` with schedext's defaults (rate limit off
   // unless `qps` > 0: tests make bursts of setup calls).

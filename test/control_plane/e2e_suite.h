@@ -122,6 +122,7 @@ class E2eSuite : public ControlPlaneSuite {
   }
 
   void TearDown() override {
+    if (!has_cp()) return;  // SetUp failed for want of binaries: nothing ran
     if (HasFailure()) DumpLogs();
     if (!ns_.empty()) DeletePodsAndNodes(cp(), ns_, nodes_);
   }
