@@ -13,7 +13,11 @@
 // * replies built from the decoded views are valid JSON and decode back to the
 //   same names, raw node bytes, victims and strings (encoder round trip);
 // * decoding the same body again on the same decoder, after it decoded the
-//   other messages, gives the same result (no state leaks between requests).
+//   other messages, gives the same result (no state leaks between requests);
+// * the body padded with trailing whitespace to 16 KB, which sends any body
+//   ending with an array of plain names down the decoder's names-mode fast
+//   path, decodes as the body does (success, names and fields; and
+//   names_quoted).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -389,5 +393,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const Status again_status = decoder.DecodeExtenderArgs(body, args);
   const std::string again = fuzz::Fingerprint(again_status, args);
   SCHEDEXT_FUZZ_CHECK(again == first, "second decode differs:\n" + first + "\n" + again);
+  const bool quoted = args.names_quoted;
+
+  // decoder.cc's kTrailingNamesMinBytes: bodies this large may take the fast path.
+  constexpr size_t kFastPathBytes = 16 * 1024;
+  if (size < kFastPathBytes) {
+    std::string padded(input);
+    padded.append(kFastPathBytes - size, size % 2 == 0 ? ' ' : '\n');
+    const wire::RequestBuffer padded_body = fuzz::ReceiveBody(padded);
+    wire::ExtenderArgsView padded_args;
+    const Status padded_status = decoder.DecodeExtenderArgs(padded_body, padded_args);
+    SCHEDEXT_FUZZ_CHECK(padded_status.ok() == args_status.ok(),
+                        "padded body decodes differently: " + padded_status.ToString() + " vs " +
+                            args_status.ToString());
+    if (padded_status.ok()) {
+      fuzz::CheckExtenderArgs(padded, padded_body, padded_args);
+      const std::string padded_print = fuzz::Fingerprint(padded_status, padded_args);
+      SCHEDEXT_FUZZ_CHECK(padded_print == first,
+                          "padded body decodes differently:\n" + first + "\n" + padded_print);
+      SCHEDEXT_FUZZ_CHECK(padded_args.names_quoted == quoted, "padded body: names_quoted differs");
+    }
+  }
   return 0;
 }

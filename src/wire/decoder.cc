@@ -8,7 +8,10 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -16,15 +19,92 @@
 
 #include "schedext/model/resources.h"
 #include "wire/json_fields.h"
+#include "wire/json_scan.h"
 
 namespace schedext::wire {
 
 using internal::KeyIs;
 namespace od = simdjson::ondemand;
 
+namespace {
+
+// Bodies below this size are parsed whole: the head copy would cost more than
+// indexing their names saves.
+constexpr size_t kTrailingNamesMinBytes = 16 * 1024;
+
+bool IsJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+const char* SkipSpace(const char* p, const char* end) {
+  while (p < end && IsJsonSpace(*p)) {
+    ++p;
+  }
+  return p;
+}
+
+// When `body` ends with a root field whose value is an array of names that are
+// plain ASCII JSON strings (no escape, no control character) — the NodeNames
+// of every names-mode request, as Go's encoder writes that field last —
+// returns the offset of that array's '[' and sets `names` to its elements
+// (views into `body`, in order). Otherwise npos.
+//
+// Such names hold no '[', so the array's is the body's last one. Nothing
+// before it is checked here; the caller parses that part (DecodeExtenderArgs).
+size_t ScanTrailingNames(std::string_view body, std::vector<std::string_view>& names) {
+  names.clear();
+  const void* found = memrchr(body.data(), '[', body.size());
+  if (found == nullptr) {
+    return std::string_view::npos;
+  }
+  const char* const bracket = static_cast<const char*>(found);
+  const char* const end = body.data() + body.size();
+  const char* p = SkipSpace(bracket + 1, end);
+  if (p < end && *p != ']') {
+    for (;;) {
+      if (p == end || *p != '"') {
+        return std::string_view::npos;
+      }
+      const char* const text = p + 1;
+      const size_t length =
+          internal::FirstEscape<true>(std::string_view(text, static_cast<size_t>(end - text)));
+      p = text + length;
+      if (p == end || *p != '"') {
+        return std::string_view::npos;  // an escape, a control or non-ASCII byte
+      }
+      names.emplace_back(text, length);
+      p = SkipSpace(p + 1, end);
+      if (p < end && *p == ']') {
+        break;
+      }
+      if (p == end || *p != ',') {
+        return std::string_view::npos;
+      }
+      p = SkipSpace(p + 1, end);
+    }
+  }
+  if (p == end) {
+    return std::string_view::npos;
+  }
+  p = SkipSpace(p + 1, end);  // past ']'
+  if (p == end || *p != '}' || SkipSpace(p + 1, end) != end) {
+    return std::string_view::npos;
+  }
+  return static_cast<size_t>(bracket - body.data());
+}
+
+}  // namespace
+
 // The request-level state; the field walkers come from FieldDecoder.
 struct RequestDecoder::Impl : internal::FieldDecoder {
   od::parser parser;
+
+  // The names-mode fast path (DecodeExtenderArgs): the body up to the
+  // trailing names' '[' followed by "]}", padded for simdjson, and the names.
+  std::unique_ptr<char[]> head;
+  size_t head_capacity = 0;
+  std::vector<std::string_view> trailing_names;
+
+  bool DecodeArgs(const char* data, size_t size, size_t capacity, const char* trailing_at,
+                  ExtenderArgsView& out);
 
   // NodeInfos kept for reuse when a request has fewer nodes than the last one.
   std::vector<model::NodeInfo> node_pool;
@@ -160,8 +240,12 @@ struct RequestDecoder::Impl : internal::FieldDecoder {
 RequestDecoder::RequestDecoder() : impl_(std::make_unique<Impl>()) {}
 RequestDecoder::~RequestDecoder() = default;
 
-Status RequestDecoder::DecodeExtenderArgs(const RequestBuffer& body, ExtenderArgsView& out) {
-  Impl& d = *impl_;
+// ExtenderArgs from the document data[0, size) (capacity: its buffer's
+// size, padding included). `trailing_at`, when set, is the '[' of a root
+// array whose elements are `trailing_names` (see DecodeExtenderArgs).
+bool RequestDecoder::Impl::DecodeArgs(const char* data, size_t size, size_t capacity,
+                                      const char* trailing_at, ExtenderArgsView& out) {
+  Impl& d = *this;
   out.has_pod = false;
   out.pod.Clear();
   out.mode = NodeMode::kNone;
@@ -174,7 +258,7 @@ Status RequestDecoder::DecodeExtenderArgs(const RequestBuffer& body, ExtenderArg
   bool names_quoted = false;
   od::document doc;
   bool is_null = false;
-  bool ok = d.Begin(body, doc, is_null);
+  bool ok = d.BeginDocument(d.parser, data, size, capacity, doc, is_null);
   if (ok && !is_null) {
     ok = d.WalkRoot(doc, [&](std::string_view key, od::value& value) {
       if (KeyIs(key, "Pod")) {
@@ -200,6 +284,11 @@ Status RequestDecoder::DecodeExtenderArgs(const RequestBuffer& body, ExtenderArg
         names_set = !names_null;
         names_quoted = false;
         out.node_names.clear();
+        if (!names_null && trailing_at != nullptr && value.raw_json_token().data() == trailing_at) {
+          std::swap(out.node_names, d.trailing_names);
+          names_quoted = true;
+          return true;
+        }
         return names_null || d.ReadLargeRootStringList(value, out.node_names, names_quoted);
       }
       return true;
@@ -229,12 +318,55 @@ Status RequestDecoder::DecodeExtenderArgs(const RequestBuffer& body, ExtenderArg
   if (!ok) {
     out.has_pod = false;
     out.pod.Clear();
-    return d.TakeError("ExtenderArgs");
+    return false;
   }
   if (out.has_pod) {
     out.pod.FinalizeRequests();
   }
-  return OkStatus();
+  return true;
+}
+
+Status RequestDecoder::DecodeExtenderArgs(const RequestBuffer& body, ExtenderArgsView& out) {
+  Impl& d = *impl_;
+  // A names-mode body is mostly its NodeNames array, which simdjson would
+  // index byte by byte only for the decoder to read it again. When the body
+  // ends with an array of plain names, simdjson parses a copy of everything
+  // before it with the array left empty; the names come from the scan. That
+  // copy is valid JSON exactly when the whole body is (the '[' it ends with
+  // is then structural and opens the root's last value, and the scan proved
+  // the elements are well-formed ASCII strings), so the result is the whole
+  // body's. Anything else, or a failure, is decided by the whole body. The
+  // pod's strings then point into the copy, which lives until the next
+  // decode, as every view does.
+  if (body.size() >= kTrailingNamesMinBytes) {
+    const std::string_view text(body.data(), body.size());
+    const size_t bracket = ScanTrailingNames(text, d.trailing_names);
+    if (bracket != std::string_view::npos && !d.trailing_names.empty() &&
+        bracket < body.size() / 2) {
+      const size_t size = bracket + 3;  // up to '[', then "]}"
+      if (d.head_capacity < size + kJsonPadding) {
+        d.head_capacity = size + kJsonPadding;
+        d.head = std::make_unique<char[]>(d.head_capacity);
+      }
+      std::memcpy(d.head.get(), body.data(), bracket + 1);
+      std::memcpy(d.head.get() + bracket + 1, "]}", 2);
+      std::memset(d.head.get() + size, 0, kJsonPadding);
+      // Full-mode nodes must be the body's bytes (their raw_json is echoed):
+      // a body with both fields, which kube-scheduler never sends, is walked
+      // whole.
+      if (d.DecodeArgs(d.head.get(), size, d.head_capacity, d.head.get() + bracket, out)) {
+        if (out.mode != NodeMode::kFullNodes) {
+          return OkStatus();
+        }
+      } else {
+        (void)d.TakeError("ExtenderArgs");  // the whole body's walk reports it
+      }
+    }
+  }
+  if (d.DecodeArgs(body.data(), body.size(), body.capacity(), nullptr, out)) {
+    return OkStatus();
+  }
+  return d.TakeError("ExtenderArgs");
 }
 
 Status RequestDecoder::DecodePreemptionArgs(const RequestBuffer& body, PreemptionArgsView& out) {
@@ -332,6 +464,10 @@ void RequestDecoder::ShrinkTo(size_t max_bytes) {
     impl_->node_pool.shrink_to_fit();
     impl_->meta_nodes.clear();
     impl_->meta_nodes.shrink_to_fit();
+  }
+  if (impl_->head_capacity > max_bytes) {
+    impl_->head.reset();
+    impl_->head_capacity = 0;
   }
 }
 

@@ -42,15 +42,20 @@ inline uint64_t LoadWord(const char* p) {
 }
 
 #if defined(__SSE2__)
-// Bit k set: byte k of the 16 at `p` needs escaping. SSE2 is part of x86-64.
+// Bit k set: byte k of the 16 at `p` needs escaping (or, with kNonAscii, is
+// 0x80 or above). SSE2 is part of x86-64.
+template <bool kNonAscii = false>
 inline unsigned EscapeMask16(const char* p) {
   const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
   const __m128i max_control = _mm_set1_epi8(0x1f);
   const __m128i control = _mm_cmpeq_epi8(_mm_max_epu8(v, max_control), max_control);
   const __m128i quote = _mm_cmpeq_epi8(v, _mm_set1_epi8('"'));
   const __m128i backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'));
-  return static_cast<unsigned>(
-      _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control)));
+  __m128i flagged = _mm_or_si128(_mm_or_si128(quote, backslash), control);
+  if constexpr (kNonAscii) {
+    flagged = _mm_or_si128(flagged, v);  // the high bit is what movemask reads
+  }
+  return static_cast<unsigned>(_mm_movemask_epi8(flagged));
 }
 #endif
 
@@ -59,14 +64,20 @@ inline unsigned EscapeMask16(const char* p) {
 // per step and the index straight from the mask; otherwise (and for short
 // text) 8 bytes per step and a byte loop only in a flagged word. The last
 // block overlaps the one before instead of a byte loop over the tail.
+// kNonAscii: bytes of 0x80 and above count as flagged too.
+template <bool kNonAscii = false>
 inline size_t FirstEscape(std::string_view text) {
+  constexpr uint64_t kHigh = 0x8080808080808080ULL;
+  const auto flagged_word = [](uint64_t w) {
+    return WordNeedsEscape(w) || (kNonAscii && (w & kHigh) != 0);
+  };
   const char* p = text.data();
   const size_t n = text.size();
   size_t i = 0;
 #if defined(__SSE2__)
   if (n >= 16) {
     for (; i + 16 <= n; i += 16) {
-      const unsigned mask = EscapeMask16(p + i);
+      const unsigned mask = EscapeMask16<kNonAscii>(p + i);
       if (mask != 0) {
         return i + static_cast<size_t>(std::countr_zero(mask));
       }
@@ -75,22 +86,23 @@ inline size_t FirstEscape(std::string_view text) {
       return n;
     }
     // Bytes before i are clean, so the first set bit is in [i, n).
-    const unsigned mask = EscapeMask16(p + n - 16);
+    const unsigned mask = EscapeMask16<kNonAscii>(p + n - 16);
     return mask != 0 ? n - 16 + static_cast<size_t>(std::countr_zero(mask)) : n;
   }
 #endif
   if (n >= 8) {
     for (; i + 8 <= n; i += 8) {
-      if (WordNeedsEscape(LoadWord(p + i))) {
+      if (flagged_word(LoadWord(p + i))) {
         break;
       }
     }
-    if (i + 8 > n && (i == n || !WordNeedsEscape(LoadWord(p + n - 8)))) {
+    if (i + 8 > n && (i == n || !flagged_word(LoadWord(p + n - 8)))) {
       return n;
     }
   }
   for (; i < n; ++i) {
-    if (NeedsEscape(static_cast<unsigned char>(p[i]))) {
+    const auto c = static_cast<unsigned char>(p[i]);
+    if (NeedsEscape(c) || (kNonAscii && c >= 0x80)) {
       return i;
     }
   }

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -248,6 +249,145 @@ TEST_F(DecoderTest, NodeNamesReadInPlaceOrThroughTheParserAlike) {
   ASSERT_TRUE(Args(R"({"NodeNames":["a"],"Nodes":{"items":[{"metadata":{"name":"n1"}}]}})").ok());
   EXPECT_EQ(args_.mode, NodeMode::kFullNodes);
   EXPECT_THAT(args_.node_names, ElementsAre("n1"));
+}
+
+// What a decode produced, as values (the views of the view point into buffers
+// that the next decode reuses).
+struct DecodedArgs {
+  bool ok = false;
+  std::string error;
+  NodeMode mode = NodeMode::kNone;
+  std::vector<std::string> names;
+  bool names_quoted = false;
+  bool has_pod = false;
+  std::string pod_name;
+  std::string label;
+  std::string annotation;
+  size_t tolerations = 0;
+  int64_t milli_cpu = 0;
+
+  bool operator==(const DecodedArgs&) const = default;
+};
+
+std::ostream& operator<<(std::ostream& os, const DecodedArgs& d) {
+  return os << "{ok=" << d.ok << " error=" << d.error << " mode=" << static_cast<int>(d.mode)
+            << " names=" << d.names.size() << " quoted=" << d.names_quoted
+            << " pod=" << d.has_pod << "/" << d.pod_name << " label=" << d.label
+            << " annotation=" << d.annotation.size() << " tolerations=" << d.tolerations
+            << " cpu=" << d.milli_cpu << "}";
+}
+
+// A names-mode body of 16 KB or more that ends with its NodeNames array is
+// decoded from a copy of its head and a scan of the names (decoder.cc); any
+// other body through the whole-document walk. Each body below is decoded as
+// it is and with an unknown field after its last one (which makes the walk
+// read it whole); the two results must be the same, and the fast path must be
+// what the plain request took (names straight from the body).
+TEST_F(DecoderTest, LargeNamesBodiesDecodeAsTheWholeBodyDoes) {
+  std::vector<std::string> names;
+  for (int i = 0; i < 600; ++i) {
+    names.push_back("ip-10-16-" + std::to_string(i) + ".us-west-2.compute.internal");
+  }
+  const auto decode = [&](const std::string& body) {
+    DecodedArgs d;
+    const Status status = Args(body);
+    d.ok = status.ok();
+    d.error = status.message();
+    d.mode = args_.mode;
+    d.names.assign(args_.node_names.begin(), args_.node_names.end());
+    d.names_quoted = args_.names_quoted;
+    d.has_pod = args_.has_pod;
+    d.pod_name = std::string(args_.pod.name);
+    d.label = std::string(args_.pod.labels.Find("app").value_or("-"));
+    d.annotation = std::string(args_.pod.annotations.Find("note").value_or("-"));
+    d.tolerations = args_.pod.tolerations.size();
+    d.milli_cpu = args_.pod.requests.milli_cpu;
+    if (d.ok && d.names_quoted) {
+      for (std::string_view name : args_.node_names) {
+        EXPECT_TRUE(name.data() > buffer_.data() &&
+                    name.data() + name.size() < buffer_.data() + buffer_.size());
+        EXPECT_EQ(name.data()[-1], '"');
+        EXPECT_EQ(name.data()[name.size()], '"');
+      }
+    }
+    return d;
+  };
+  const auto with_field_after = [](std::string body) {
+    const size_t close = body.find_last_of('}');
+    return body.insert(close, ",\"zz\":[0]");
+  };
+  PodJson pod("p");
+  pod.Realistic().Label("app", "web[1]").Annotation("note", "a[\"b\",\"c\"]").Request("cpu", "2");
+  const std::string pod_json = pod.Build();
+  const std::string array = ::schedext::testing::JsonStringArray(names);
+  const std::string plain = ExtenderArgsNamesJson(pod_json, names);
+  ASSERT_GE(plain.size(), 16u * 1024);
+
+  std::string spaced = "\n{ \"Pod\" : " + pod_json + " ,\n \"Nodes\" : null ,\n \"NodeNames\" : [\n";
+  for (size_t i = 0; i < names.size(); ++i) {
+    spaced += (i == 0 ? "  \"" : " ,\n  \"") + names[i] + "\"";
+  }
+  spaced += "\n ]\n}\n";
+  std::vector<std::string> odd = names;
+  odd[7] = "n\\u0041me";      // an escape: read through the parser
+  std::vector<std::string> accented = names;
+  accented[3] = "n\xc3\xa9";  // valid UTF-8, not ASCII
+  std::vector<std::string> invalid = names;
+  invalid[5] = "n\xff";       // not UTF-8
+  std::vector<std::string> bracketed = names;
+  bracketed[599] = "n[0]";
+
+  const std::vector<std::string> bodies = {
+      plain,
+      spaced,
+      ExtenderArgsNamesJson("null", names),
+      "{\"Pod\":" + pod_json + ",\"NodeNames\":[\"x\"],\"Nodes\":null,\"NodeNames\":" + array + "}",
+      "{\"Pod\":" + pod_json + ",\"NodeNames\":" + array + ",\"NodeNames\":[\"x\"]}",
+      "{\"NodeNames\":" + array + ",\"Pod\":" + pod_json + "}",
+      "{\"Pod\":" + pod_json + ",\"Nodes\":{\"items\":[{\"metadata\":{\"name\":\"n1\"}}]}," +
+          "\"NodeNames\":" + array + "}",
+      "{\"Pod\":" + pod_json + ",\"NodeNames\":" + array + ",\"Nodes\":null}",
+      "{\"Pod\":" + pod_json + ",\"Misc\":" + array + "}",
+      ExtenderArgsNamesJson(pod_json, odd),
+      ExtenderArgsNamesJson(pod_json, accented),
+      ExtenderArgsNamesJson(pod_json, invalid),
+      ExtenderArgsNamesJson(pod_json, bracketed),
+      // Broken heads after which the names would scan well.
+      "{\"Pod\":{\"spec\":{\"priority\":\"high\"}},\"Nodes\":null,\"NodeNames\":" + array + "}",
+      "{\"Pod\":{\"metadata\":{\"name\":\"p\"},\"Nodes\":null,\"NodeNames\":" + array + "}",
+      "{\"Pod\":{\"metadata\":{\"name\":\"p\"}}}},\"NodeNames\":" + array + "}",
+      "{\"Pod\":{\"metadata\":{\"name\":\"p\",\"x\":\"" + std::string(8, '[') + "\"}}," +
+          "\"NodeNames\":[\"a\",\"NodeNames\":" + array + "}",
+      "[{\"NodeNames\":" + array + "}",
+      "{\"Pod\":{\"metadata\":{\"name\":\"p\\\",\\\"NodeNames\\\":" + array + "}",
+      "{\"Pod\":{\"metadata\":{\"name\":\"p\xff\"}},\"NodeNames\":" + array + "}",
+  };
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    SCOPED_TRACE(i);
+    const DecodedArgs fast = decode(bodies[i]);
+    const DecodedArgs whole = decode(with_field_after(bodies[i]));
+    EXPECT_EQ(fast, whole);
+    if (i >= 13) {
+      EXPECT_FALSE(fast.ok);
+    }
+  }
+  // The plain request: the pod in full, the names in order, straight from the body.
+  const DecodedArgs fast = decode(plain);
+  ASSERT_TRUE(fast.ok) << fast.error;
+  EXPECT_EQ(fast.names, names);
+  EXPECT_TRUE(fast.names_quoted);
+  EXPECT_EQ(fast.pod_name, "p");
+  EXPECT_EQ(fast.label, "web[1]");
+  EXPECT_EQ(fast.annotation, "a[\"b\",\"c\"]");
+  EXPECT_EQ(fast.milli_cpu, 2000);
+  EXPECT_EQ(decode(spaced), fast);
+  // Error messages name the same path as for a small body.
+  EXPECT_EQ(decode(bodies[13]).error,
+            "decode ExtenderArgs: /Pod/spec/priority: expected an integer");
+  // Decoding another request afterwards leaves nothing of the copy behind.
+  ASSERT_TRUE(Args(R"({"Pod":{"metadata":{"name":"q"}},"NodeNames":["a"]})").ok());
+  EXPECT_EQ(args_.pod.name, "q");
+  EXPECT_THAT(args_.node_names, ElementsAre("a"));
 }
 
 TEST_F(DecoderTest, FullNodesWinOverNodeNames) {

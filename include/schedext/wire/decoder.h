@@ -1,5 +1,6 @@
 // RequestDecoder: decodes extender requests with simdjson on-demand, straight
-// from the received buffer (no DOM, no copy of the body).
+// from the received buffer (no DOM, no copy of the body; a names-mode body's
+// head, the part before its NodeNames, may be parsed from a copy).
 //
 // Keys are matched exactly, then ASCII case-insensitively; the last of a
 // duplicated key wins; null and absent are the same; unknown keys are ignored;
@@ -8,7 +9,8 @@
 // `decode ExtenderArgs: /Pod/spec/containers/0/resources/requests/cpu: invalid quantity "5x"`.
 //
 // Thread-safety: none. One decoder per worker thread; a decoded view is valid
-// until the next Decode* call on the same decoder.
+// until the next Decode* call on the same decoder (and while the body lives).
+// Node names and full-mode nodes (raw_json) always point into the body.
 #ifndef SCHEDEXT_WIRE_DECODER_H_
 #define SCHEDEXT_WIRE_DECODER_H_
 
