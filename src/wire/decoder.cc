@@ -104,7 +104,7 @@ struct RequestDecoder::Impl : internal::FieldDecoder {
   std::vector<std::string_view> trailing_names;
 
   bool DecodeArgs(const char* data, size_t size, size_t capacity, const char* trailing_at,
-                  ExtenderArgsView& out);
+                  ExtenderArgsView& out, bool& names_trailing);
 
   // NodeInfos kept for reuse when a request has fewer nodes than the last one.
   std::vector<model::NodeInfo> node_pool;
@@ -242,9 +242,12 @@ RequestDecoder::~RequestDecoder() = default;
 
 // ExtenderArgs from the document data[0, size) (capacity: its buffer's
 // size, padding included). `trailing_at`, when set, is the '[' of a root
-// array whose elements are `trailing_names` (see DecodeExtenderArgs).
+// array whose elements are `trailing_names` (see DecodeExtenderArgs);
+// `names_trailing` says whether the NodeNames that counted were those.
 bool RequestDecoder::Impl::DecodeArgs(const char* data, size_t size, size_t capacity,
-                                      const char* trailing_at, ExtenderArgsView& out) {
+                                      const char* trailing_at, ExtenderArgsView& out,
+                                      bool& names_trailing) {
+  names_trailing = false;
   Impl& d = *this;
   out.has_pod = false;
   out.pod.Clear();
@@ -284,9 +287,11 @@ bool RequestDecoder::Impl::DecodeArgs(const char* data, size_t size, size_t capa
         names_set = !names_null;
         names_quoted = false;
         out.node_names.clear();
+        names_trailing = false;
         if (!names_null && trailing_at != nullptr && value.raw_json_token().data() == trailing_at) {
           std::swap(out.node_names, d.trailing_names);
           names_quoted = true;
+          names_trailing = true;
           return true;
         }
         return names_null || d.ReadLargeRootStringList(value, out.node_names, names_quoted);
@@ -351,11 +356,14 @@ Status RequestDecoder::DecodeExtenderArgs(const RequestBuffer& body, ExtenderArg
       std::memcpy(d.head.get(), body.data(), bracket + 1);
       std::memcpy(d.head.get() + bracket + 1, "]}", 2);
       std::memset(d.head.get() + size, 0, kJsonPadding);
-      // Full-mode nodes must be the body's bytes (their raw_json is echoed):
-      // a body with both fields, which kube-scheduler never sends, is walked
-      // whole.
-      if (d.DecodeArgs(d.head.get(), size, d.head_capacity, d.head.get() + bracket, out)) {
-        if (out.mode != NodeMode::kFullNodes) {
+      // Names and full-mode nodes must be the body's bytes (the encoders
+      // copy or splice them): when the NodeNames that count are not the
+      // trailing array, or Nodes are set too (kube-scheduler sends neither),
+      // the body is walked whole.
+      bool names_trailing = false;
+      if (d.DecodeArgs(d.head.get(), size, d.head_capacity, d.head.get() + bracket, out,
+                       names_trailing)) {
+        if (out.mode == NodeMode::kNone || (out.mode == NodeMode::kNodeNames && names_trailing)) {
           return OkStatus();
         }
       } else {
@@ -363,7 +371,8 @@ Status RequestDecoder::DecodeExtenderArgs(const RequestBuffer& body, ExtenderArg
       }
     }
   }
-  if (d.DecodeArgs(body.data(), body.size(), body.capacity(), nullptr, out)) {
+  bool names_trailing = false;
+  if (d.DecodeArgs(body.data(), body.size(), body.capacity(), nullptr, out, names_trailing)) {
     return OkStatus();
   }
   return d.TakeError("ExtenderArgs");
