@@ -2,6 +2,7 @@
 // keeping every intermediate result.
 #include "schedext/pipeline/explain.h"
 
+#include <algorithm>
 #include <span>
 #include <string>
 
@@ -69,6 +70,15 @@ void Profile::Explain(const model::PodInfo& pod, policy::NodeSpan nodes, Explain
   std::vector<int64_t> row(chosen.size());
   for (size_t p = 0; p < scorers_.size() && out.score_error.empty(); ++p) {
     const WeightedScorer& sc = scorers_[p];
+    if (sc.needs_usage) {
+      const auto without = std::find_if(span.begin(), span.end(), [](const model::NodeInfo* node) {
+        return node->usage == nullptr;
+      });
+      if (without != span.end()) {
+        out.score_error = MissingUsage(sc, **without).message();
+        break;
+      }
+    }
     Status s = sc.hook->PreScore(score_state, pod, span);
     if (!s.ok()) {
       out.score_error = "policy " + std::string(sc.policy) + ": prescore: " + s.message();

@@ -95,7 +95,7 @@ StatusOr<std::shared_ptr<const Profile>> Profile::Build(const config::ProfileCon
       profile->filters_.push_back({name, filter});
     }
     if (scorer != nullptr) {
-      profile->scorers_.push_back({name, scorer, pc.weight});
+      profile->scorers_.push_back({name, scorer, pc.weight, scorer->NeedsNodeUsage()});
       profile->total_weight_ += pc.weight;
     }
     if (preempter != nullptr) {
@@ -162,6 +162,13 @@ Status Profile::RunFilters(const model::PodInfo& pod, policy::NodeSpan nodes,
   return OkStatus();
 }
 
+Status Profile::MissingUsage(const WeightedScorer& scorer, const model::NodeInfo& node) {
+  return InternalError("policy " + std::string(scorer.policy) +
+                       ": prescore: needs the cluster cache (no Kubernetes API connection): "
+                       "node \"" +
+                       std::string(node.name) + "\" has no pod usage");
+}
+
 Status Profile::RunScorers(const model::PodInfo& pod, policy::NodeSpan nodes,
                            ScoreScratch& scratch, std::vector<int64_t>& out) const {
   const size_t n = nodes.size();
@@ -187,8 +194,18 @@ Status Profile::RunScorers(const model::PodInfo& pod, policy::NodeSpan nodes,
       break;
     }
   }
+  // A scorer that needs node usage fails as its PreScore would have on the
+  // first node without: the scorers before it are still scored.
+  size_t usage_from = 0;
+  while (usage_from < ready && !scorers_[usage_from].needs_usage) {
+    ++usage_from;
+  }
   for (size_t i = 0; i < n; ++i) {
     PrefetchNode(nodes, i);
+    if (usage_from < ready && nodes[i]->usage == nullptr) {
+      prescore = MissingUsage(scorers_[usage_from], *nodes[i]);
+      ready = usage_from;
+    }
     for (size_t p = 0; p < ready; ++p) {
       scratch.raw[p * n + i] = scorers_[p].hook->Score(scratch.state, pod, *nodes[i]);
     }

@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "schedext/pipeline/explain.h"
+
 namespace schedext::pipeline {
 namespace {
 
@@ -24,7 +26,9 @@ using policy::Verdict;
 //   Label    {label} scores a node with the integer value of `label` (0 when absent);
 //            Normalize leaves the scores as they are (clamps into [0, 100]).
 //   Raw      {value} scores every node `value` and does not normalise it.
-//   Label and Raw take {failPreScore: true}: PreScore then fails.
+//   Label and Raw take {failPreScore: true}: PreScore then fails; and
+//            {needsUsage: true}: NeedsNodeUsage (Score counts nodes without usage).
+//   Reject2, Label2, Raw2: the same policies under a second name.
 //   Trim     {keep: n} keeps the first n victims; drops nodes labelled "trim-drop".
 //   Nothing  no hooks at all.
 class TestPolicy final : public policy::Policy,
@@ -39,7 +43,8 @@ class TestPolicy final : public policy::Policy,
         eviction_(args.value("eviction", false)),
         value_(args.value("value", int64_t{0})),
         keep_(args.value("keep", size_t{1})),
-        fail_prescore_(args.value("failPreScore", false)) {}
+        fail_prescore_(args.value("failPreScore", false)),
+        needs_usage_(args.value("needsUsage", false)) {}
 
   std::string_view Name() const override { return kind_; }
   const FilterHook* AsFilter() const override { return kind_ == "Reject" ? this : nullptr; }
@@ -65,8 +70,12 @@ class TestPolicy final : public policy::Policy,
   Status PreScore(policy::RequestState&, const PodInfo&, policy::NodeSpan) const override {
     return fail_prescore_ ? InvalidArgumentError("no state") : OkStatus();
   }
+  bool NeedsNodeUsage() const override { return needs_usage_; }
   int64_t Score(const policy::RequestState&, const PodInfo&,
                 const NodeInfo& node) const override {
+    if (needs_usage_ && node.usage == nullptr) {
+      ++scored_without_usage;
+    }
     if (kind_ == "Raw") {
       return value_;
     }
@@ -95,6 +104,7 @@ class TestPolicy final : public policy::Policy,
   }
 
   mutable std::atomic<int> filter_calls{0};
+  mutable std::atomic<int> scored_without_usage{0};
 
  private:
   std::string kind_;
@@ -104,13 +114,18 @@ class TestPolicy final : public policy::Policy,
   int64_t value_;
   size_t keep_;
   bool fail_prescore_;
+  bool needs_usage_;
 };
 
 policy::Registry TestRegistry() {
   policy::Registry registry;
-  for (const char* kind : {"Reject", "Reject2", "Label", "Label2", "Raw", "Trim", "Nothing"}) {
+  for (const char* kind :
+       {"Reject", "Reject2", "Label", "Label2", "Raw", "Raw2", "Trim", "Nothing"}) {
     std::string k = kind;
-    std::string real = k == "Reject2" ? "Reject" : k == "Label2" ? "Label" : k;
+    std::string real = k == "Reject2"  ? "Reject"
+                       : k == "Label2" ? "Label"
+                       : k == "Raw2"   ? "Raw"
+                                       : k;
     EXPECT_TRUE(registry
                     .Register(k,
                               [real](const nlohmann::json& args, const policy::PolicyContext&)
@@ -354,6 +369,59 @@ TEST(ProfileScoreTest, APreScoreFailureReportsAfterTheEarlierScorers) {
     const Status s = profile->RunScorers(pod, ptrs, scratch, out);
     EXPECT_EQ(s.code(), StatusCode::kInternal);
     EXPECT_EQ(s.message(), "policy Label: prescore: no state");
+  }
+}
+
+TEST(ProfileScoreTest, AScorerThatNeedsUsageFailsOnANodeWithoutAsItsPreScoreWould) {
+  model::NodeUsage usage;
+  std::vector<NodeInfo> nodes = {Node("a", {{"x", "5"}}), Node("b", {{"x", "7"}}),
+                                 Node("c", {{"x", "9"}})};
+  nodes[0].usage = &usage;
+  nodes[2].usage = &usage;
+  auto ptrs = Ptrs(nodes);
+  PodInfo pod;
+  const std::string missing =
+      ": prescore: needs the cluster cache (no Kubernetes API connection): node \"b\" has no pod "
+      "usage";
+  {
+    auto profile = MustBuild({P("Label", 1, {{"label", "x"}}),
+                              P("Raw", 1, {{"value", 1}, {"needsUsage", true}})});
+    ASSERT_NE(profile, nullptr);
+    ScoreScratch scratch;
+    std::vector<int64_t> out;
+    EXPECT_EQ(profile->RunScorers(pod, ptrs, scratch, out), InternalError("policy Raw" + missing));
+    const auto* raw = dynamic_cast<const TestPolicy*>(profile->policies()[1].get());
+    ASSERT_NE(raw, nullptr);
+    EXPECT_EQ(raw->scored_without_usage, 0);
+    Explanation explanation;
+    profile->Explain(pod, ptrs, ExplainScoring::kAll, explanation);
+    EXPECT_EQ(explanation.score_error, "policy Raw" + missing);
+    EXPECT_EQ(raw->scored_without_usage, 0);
+    // With usage everywhere it scores.
+    const std::vector<const NodeInfo*> warm = {ptrs[0], ptrs[2]};
+    ASSERT_TRUE(profile->RunScorers(pod, warm, scratch, out).ok());
+    EXPECT_EQ(out.size(), 2u);
+  }
+  {
+    // An earlier scorer's failure is still the one reported first.
+    auto profile = MustBuild({P("Raw", 1, {{"value", 101}}),
+                              P("Raw2", 1, {{"value", 1}, {"needsUsage", true}})});
+    ASSERT_NE(profile, nullptr);
+    ScoreScratch scratch;
+    std::vector<int64_t> out;
+    const Status s = profile->RunScorers(pod, ptrs, scratch, out);
+    EXPECT_NE(s.message().find("policy Raw: normalized score 101 for node a"), std::string::npos)
+        << s.message();
+  }
+  {
+    // An earlier PreScore failure too.
+    auto profile = MustBuild({P("Label", 1, {{"label", "x"}, {"failPreScore", true}}),
+                              P("Raw", 1, {{"value", 1}, {"needsUsage", true}})});
+    ASSERT_NE(profile, nullptr);
+    ScoreScratch scratch;
+    std::vector<int64_t> out;
+    EXPECT_EQ(profile->RunScorers(pod, ptrs, scratch, out).message(),
+              "policy Label: prescore: no state");
   }
 }
 

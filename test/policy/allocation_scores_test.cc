@@ -13,7 +13,11 @@
 #include <utility>
 #include <vector>
 
+#include "schedext/config/config.h"
+#include "schedext/pipeline/explain.h"
+#include "schedext/pipeline/profile.h"
 #include "schedext/policy/policy.h"
+#include "schedext/policy/registry.h"
 #include "testing/model_builders.h"
 
 namespace schedext::policy {
@@ -549,27 +553,58 @@ TEST(BalancedAllocationTest, UsesThePlainRequests) {
   EXPECT_EQ(ScoreNodes(*least, bare, {empty}), std::vector<int64_t>{85});
 }
 
-TEST(AllocationScoresTest, PreScoreNeedsTheClusterCache) {
+TEST(AllocationScoresTest, NodesWithoutUsageFailTheRequest) {
+  // Without the cluster cache (full mode, no Kubernetes API connection) nodes
+  // carry no usage: the pipeline fails the request, in RunScorers and in
+  // Explain, as if PreScore had, before Score sees such a node.
   TestArena arena;
   const model::PodInfo pod = Pod(arena);
   const std::vector<model::NodeInfo> nodes = {
       Node(arena, {{"cpu", 1000}}),
       NodeBuilder(arena).Name("cold").Allocatable({{"cpu", 1000}}).Build()};
-  std::vector<const model::NodeInfo*> pointers = test::NodePointers(nodes);
-  const std::vector<std::pair<Factory, std::string>> policies = {
-      {NewLeastAllocated, "{}"},
-      {NewMostAllocated, "{}"},
-      {NewBalancedAllocation, "{}"},
-      {NewRequestedToCapacityRatio, R"({"shape": [{"utilization": 0, "score": 0}]})"},
+  const std::vector<const model::NodeInfo*> pointers = test::NodePointers(nodes);
+  const std::vector<const model::NodeInfo*> warm = {pointers[0]};
+  struct Case {
+    std::string name;
+    Factory factory;
+    std::string args;
   };
-  for (const auto& [factory, args] : policies) {
-    StatusOr<std::unique_ptr<Policy>> policy = factory(json::parse(args), {});
+  const std::vector<Case> cases = {
+      {"LeastAllocated", NewLeastAllocated, "{}"},
+      {"MostAllocated", NewMostAllocated, "{}"},
+      {"BalancedAllocation", NewBalancedAllocation, "{}"},
+      {"RequestedToCapacityRatio", NewRequestedToCapacityRatio,
+       R"({"shape": [{"utilization": 0, "score": 0}]})"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Registry registry;
+    ASSERT_TRUE(registry.Register(c.name, c.factory).ok());
+    config::PolicyConfig policy_config;
+    policy_config.name = c.name;
+    policy_config.weight = 1;
+    policy_config.args = std::make_shared<const json>(json::parse(c.args));
+    config::ProfileConfig profile_config;
+    profile_config.name = "p";
+    profile_config.policies = {policy_config};
+    StatusOr<std::shared_ptr<const pipeline::Profile>> profile =
+        pipeline::Profile::Build(profile_config, registry, "profiles[0]");
+    ASSERT_TRUE(profile.ok()) << profile.status().ToString();
+    const std::string want = "policy " + c.name +
+                             ": prescore: needs the cluster cache (no Kubernetes API connection): "
+                             "node \"cold\" has no pod usage";
+    pipeline::ScoreScratch scratch;
+    std::vector<int64_t> scores;
+    EXPECT_EQ((*profile)->RunScorers(pod, pointers, scratch, scores), InternalError(want));
+    pipeline::Explanation explanation;
+    (*profile)->Explain(pod, pointers, pipeline::ExplainScoring::kAll, explanation);
+    EXPECT_EQ(explanation.score_error, want);
+    // The same profile scores nodes that have usage.
+    EXPECT_TRUE((*profile)->RunScorers(pod, warm, scratch, scores).ok());
+    EXPECT_EQ(scores.size(), 1u);
+    StatusOr<std::unique_ptr<Policy>> policy = c.factory(json::parse(c.args), {});
     ASSERT_TRUE(policy.ok()) << policy.status().ToString();
-    SCOPED_TRACE((*policy)->Name());
-    RequestState state;
-    EXPECT_EQ((*policy)->AsScorer()->PreScore(state, pod, pointers),
-              FailedPreconditionError("needs the cluster cache (no Kubernetes API connection): "
-                                      "node \"cold\" has no pod usage"));
+    EXPECT_TRUE((*policy)->AsScorer()->NeedsNodeUsage());
     EXPECT_EQ((*policy)->AsFilter(), nullptr);
     EXPECT_EQ((*policy)->AsPreempter(), nullptr);
   }

@@ -155,7 +155,10 @@ class Profile {
     std::string_view policy;
     const policy::ScoreHook* hook;
     int64_t weight;
+    bool needs_usage;  // hook->NeedsNodeUsage()
   };
+  // The prescore error of a scorer that needs node usage, for a node without.
+  static Status MissingUsage(const WeightedScorer& scorer, const model::NodeInfo& node);
   struct NamedPreempter {
     std::string_view policy;
     const policy::PreemptHook* hook;

@@ -56,6 +56,13 @@ class ScoreHook {
   // Raw score of one node; any int64.
   virtual int64_t Score(const RequestState& state, const model::PodInfo& pod,
                         const model::NodeInfo& node) const = 0;
+  // True when Score reads node.usage, which nodes have only with the cluster
+  // cache (not in full mode without a Kubernetes API connection). The
+  // pipeline then fails the request as if this PreScore had failed, with
+  // "needs the cluster cache ...: node "<name>" has no pod usage", before
+  // Score sees such a node. It checks in its per-node loop, where the node's
+  // first line is loaded anyway, so the hook need not walk the nodes itself.
+  virtual bool NeedsNodeUsage() const { return false; }
   // Maps the raw scores of all nodes (request order) onto [0, kMaxNodeScore] in
   // place. The default clamps. A value left outside the range fails the request.
   virtual void Normalize(const RequestState& state, std::span<int64_t> scores) const;

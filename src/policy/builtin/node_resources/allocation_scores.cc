@@ -125,14 +125,9 @@ class AllocationScorer final : public Policy, public ScoreHook {
   const ScoreHook* AsScorer() const override { return this; }
 
   // ScoreHook
-  Status PreScore(RequestState& state, const model::PodInfo& pod, NodeSpan nodes) const override {
-    for (const model::NodeInfo* node : nodes) {
-      if (node->usage == nullptr) {
-        return FailedPreconditionError(
-            "needs the cluster cache (no Kubernetes API connection): node \"" +
-            std::string(node->name) + "\" has no pod usage");
-      }
-    }
+  bool NeedsNodeUsage() const override { return true; }
+  Status PreScore(RequestState& state, const model::PodInfo& pod,
+                  NodeSpan /*nodes*/) const override {
     auto requests = std::make_unique<PodRequests>();
     requests->amounts.reserve(resources_.size());
     for (const ScoredResource& resource : resources_) {
@@ -145,7 +140,7 @@ class AllocationScorer final : public Policy, public ScoreHook {
   int64_t Score(const RequestState& state, const model::PodInfo& pod,
                 const model::NodeInfo& node) const override {
     if (node.usage == nullptr) {
-      return 0;  // unreachable through the pipeline: PreScore refused the request
+      return 0;  // unreachable through the pipeline (NeedsNodeUsage)
     }
     const PodRequests* requests = state.GetAs<PodRequests>(this);
     const ResourceSummary summary = summaries_.Of(node);

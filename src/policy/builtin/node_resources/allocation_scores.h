@@ -32,8 +32,9 @@
 //              [{utilization: 0..100, score: 0..10}], utilization increasing
 //
 // A request whose nodes lack usage (schedext runs without a Kubernetes API
-// connection) fails in PreScore: "needs the cluster cache (no Kubernetes API
-// connection)"; scoring every node as empty would silently mislead.
+// connection) fails as in PreScore (NeedsNodeUsage): "needs the cluster cache
+// (no Kubernetes API connection)"; scoring every node as empty would
+// silently mislead.
 #ifndef SCHEDEXT_POLICY_BUILTIN_NODE_RESOURCES_ALLOCATION_SCORES_H_
 #define SCHEDEXT_POLICY_BUILTIN_NODE_RESOURCES_ALLOCATION_SCORES_H_
 
