@@ -32,15 +32,6 @@ namespace {
 // indexing their names saves.
 constexpr size_t kTrailingNamesMinBytes = 16 * 1024;
 
-bool IsJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
-const char* SkipSpace(const char* p, const char* end) {
-  while (p < end && IsJsonSpace(*p)) {
-    ++p;
-  }
-  return p;
-}
-
 // When `body` ends with a root field whose value is an array of names that are
 // plain ASCII JSON strings (no escape, no control character) — the NodeNames
 // of every names-mode request, as Go's encoder writes that field last —
@@ -57,35 +48,8 @@ size_t ScanTrailingNames(std::string_view body, std::vector<std::string_view>& n
   }
   const char* const bracket = static_cast<const char*>(found);
   const char* const end = body.data() + body.size();
-  const char* p = SkipSpace(bracket + 1, end);
-  if (p < end && *p != ']') {
-    for (;;) {
-      if (p == end || *p != '"') {
-        return std::string_view::npos;
-      }
-      const char* const text = p + 1;
-      const size_t length =
-          internal::FirstEscape<true>(std::string_view(text, static_cast<size_t>(end - text)));
-      p = text + length;
-      if (p == end || *p != '"') {
-        return std::string_view::npos;  // an escape, a control or non-ASCII byte
-      }
-      names.emplace_back(text, length);
-      p = SkipSpace(p + 1, end);
-      if (p < end && *p == ']') {
-        break;
-      }
-      if (p == end || *p != ',') {
-        return std::string_view::npos;
-      }
-      p = SkipSpace(p + 1, end);
-    }
-  }
-  if (p == end) {
-    return std::string_view::npos;
-  }
-  p = SkipSpace(p + 1, end);  // past ']'
-  if (p == end || *p != '}' || SkipSpace(p + 1, end) != end) {
+  const char* after = internal::ScanPlainStringArray<true>(bracket, end, names);
+  if (after == nullptr || !internal::OnlyRootCloseLeft(after, end)) {
     return std::string_view::npos;
   }
   return static_cast<size_t>(bracket - body.data());

@@ -339,21 +339,13 @@ bool FieldDecoder::ReadStringList(od::value& v, std::vector<std::string_view>& o
   });
 }
 
-namespace {
-
-const char* SkipJsonSpace(const char* p, const char* end) {
-  while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) {
-    ++p;
-  }
-  return p;
-}
-
-}  // namespace
-
 bool FieldDecoder::ReadLargeRootStringList(od::value& v, std::vector<std::string_view>& out,
                                            bool& quoted) {
   out.clear();
-  const char* after = ScanPlainStrings(v.raw_json_token().data(), out);
+  const char* after =
+      document_end_ == nullptr
+          ? nullptr
+          : ScanPlainStringArray(v.raw_json_token().data(), document_end_, out);
   quoted = after != nullptr;
   if (after == nullptr) {
     out.clear();
@@ -361,43 +353,10 @@ bool FieldDecoder::ReadLargeRootStringList(od::value& v, std::vector<std::string
   }
   // Only the root's closing brace left: no later field can change anything,
   // and the on-demand walk would only step through every name again.
-  const char* rest = SkipJsonSpace(after, document_end_);
-  if (rest < document_end_ && *rest == '}' &&
-      SkipJsonSpace(rest + 1, document_end_) == document_end_) {
+  if (OnlyRootCloseLeft(after, document_end_)) {
     document_read_ = true;
   }
   return true;
-}
-
-const char* FieldDecoder::ScanPlainStrings(const char* open_bracket,
-                                           std::vector<std::string_view>& out) const {
-  const char* const end = document_end_;
-  const char* p = open_bracket;
-  if (end == nullptr || p >= end || *p != '[') {
-    return nullptr;
-  }
-  p = SkipJsonSpace(p + 1, end);
-  if (p < end && *p == ']') {
-    return p + 1;
-  }
-  while (p < end && *p == '"') {
-    const char* text = p + 1;
-    const size_t length = FirstEscape(std::string_view(text, static_cast<size_t>(end - text)));
-    p = text + length;
-    if (p >= end || *p != '"') {
-      return nullptr;  // an escape or a control character: the general path decides
-    }
-    out.emplace_back(text, length);
-    p = SkipJsonSpace(p + 1, end);
-    if (p < end && *p == ']') {
-      return p + 1;
-    }
-    if (p >= end || *p != ',') {
-      return nullptr;
-    }
-    p = SkipJsonSpace(p + 1, end);
-  }
-  return nullptr;
 }
 
 bool FieldDecoder::ReadResourceList(od::value& v, model::ResourceList& list,

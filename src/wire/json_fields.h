@@ -296,11 +296,6 @@ class FieldDecoder {
 
   bool DecodeNodeStatus(od::value& v, model::NodeInfo& node);
 
-  // The plain-strings scan of ReadLargeRootStringList: the position after the
-  // closing bracket, or nullptr for any other shape.
-  const char* ScanPlainStrings(const char* open_bracket,
-                               std::vector<std::string_view>& out) const;
-
   // One past the last byte of the document BeginDocument started.
   const char* document_end_ = nullptr;
   // Set when a field read the document to its end: the walks stop.

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string_view>
+#include <vector>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -107,6 +108,55 @@ inline size_t FirstEscape(std::string_view text) {
     }
   }
   return n;
+}
+
+inline const char* SkipJsonSpace(const char* p, const char* end) {
+  while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) {
+    ++p;
+  }
+  return p;
+}
+
+// Reads the JSON array at `open_bracket` (up to `end`) when every element is a
+// string that needs no unescaping (and, with kNonAscii, is ASCII), appending
+// views of their text to `out`; returns the position after the closing
+// bracket, or nullptr for any other shape (`out` then holds a part).
+template <bool kNonAscii = false>
+const char* ScanPlainStringArray(const char* open_bracket, const char* end,
+                                 std::vector<std::string_view>& out) {
+  const char* p = open_bracket;
+  if (p >= end || *p != '[') {
+    return nullptr;
+  }
+  p = SkipJsonSpace(p + 1, end);
+  if (p < end && *p == ']') {
+    return p + 1;
+  }
+  while (p < end && *p == '"') {
+    const char* text = p + 1;
+    const size_t length =
+        FirstEscape<kNonAscii>(std::string_view(text, static_cast<size_t>(end - text)));
+    p = text + length;
+    if (p >= end || *p != '"') {
+      return nullptr;  // an escape, a control (or non-ASCII) byte: not plain
+    }
+    out.emplace_back(text, length);
+    p = SkipJsonSpace(p + 1, end);
+    if (p < end && *p == ']') {
+      return p + 1;
+    }
+    if (p >= end || *p != ',') {
+      return nullptr;
+    }
+    p = SkipJsonSpace(p + 1, end);
+  }
+  return nullptr;
+}
+
+// True when only the root object's closing brace (and whitespace) is left.
+inline bool OnlyRootCloseLeft(const char* p, const char* end) {
+  p = SkipJsonSpace(p, end);
+  return p < end && *p == '}' && SkipJsonSpace(p + 1, end) == end;
 }
 
 }  // namespace schedext::wire::internal
