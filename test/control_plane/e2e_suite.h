@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <functional>
@@ -23,6 +24,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -187,9 +189,19 @@ class E2eSuite : public ControlPlaneSuite {
     ASSERT_TRUE(uid.ok()) << uid.status().ToString();
   }
 
-  // Who created each Binding of this test's namespace.
-  std::map<std::string, std::string> Binders() const {
-    return BindingUsers(shared().audit_log, ns_);
+  // Who created each Binding of this test's namespace, once every pod of
+  // `pods` has one or 10 s passed. The API server writes a Binding's
+  // ResponseComplete event after etcd has the nodeName, so a test that saw its
+  // pods bound can read the log before their events are in it.
+  std::map<std::string, std::string> Binders(const std::vector<std::string>& pods) const {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (;;) {
+      std::map<std::string, std::string> users = BindingUsers(shared().audit_log, ns_);
+      const bool all = std::all_of(pods.begin(), pods.end(),
+                                   [&](const std::string& pod) { return users.count(pod) > 0; });
+      if (all || std::chrono::steady_clock::now() >= deadline) return users;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
   }
 
   // One line in the test's output: what the scheduler said, for whoever

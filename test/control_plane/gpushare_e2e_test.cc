@@ -130,7 +130,9 @@ class GpuShareE2eTest : public E2eSuite {
   }
 
   void ExpectSchedextBound(const std::vector<GpuPod>& pods) {
-    const auto binders = Binders();
+    std::vector<std::string> names;
+    for (const GpuPod& p : pods) names.push_back(p.name);
+    const auto binders = Binders(names);
     for (const GpuPod& p : pods) {
       EXPECT_EQ(binders.count(p.name) ? binders.at(p.name) : "(none)", cp().schedext_user())
           << p.name;
@@ -238,7 +240,7 @@ TEST_F(GpuShareE2eTest, PodsWithoutGpuMemoryBypassSchedext) {
   ASSERT_NO_FATAL_FAILURE(Create(Pod("cpu-only", {{"cpu", "100m"}})));
   const auto bound = WaitForNodeNames(cp(), ns_, {"cpu-only"}, kScheduleTimeout);
   EXPECT_EQ(bound.count("cpu-only") ? bound.at("cpu-only") : "", Node("g"));
-  EXPECT_EQ(Binders()["cpu-only"], "system:kube-scheduler");
+  EXPECT_EQ(Binders({"cpu-only"})["cpu-only"], "system:kube-scheduler");
   EXPECT_EQ(RequestCount(schedext().port(), "gpushare", "filter"), filters_before);
   EXPECT_EQ(RequestCount(schedext().port(), "gpushare", "bind"), binds_before);
   const json pod = GetPod(cp(), ns_, "cpu-only");

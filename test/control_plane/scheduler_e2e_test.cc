@@ -127,7 +127,9 @@ class SchedulerE2eTest : public E2eSuite {
     ExpectNothingOverAllocated();
 
     // Who bound: schedext's ServiceAccount exactly when bindVerb is set.
-    const std::map<std::string, std::string> binders = Binders();
+    std::vector<std::string> bound_pods;
+    for (const auto& [pod, node] : bound) bound_pods.push_back(pod);
+    const std::map<std::string, std::string> binders = Binders(bound_pods);
     const std::string want = schedext_binds ? cp().schedext_user() : "system:kube-scheduler";
     for (const auto& [pod, node] : bound) {
       ASSERT_EQ(binders.count(pod), 1u) << pod << " has no Binding in the audit log";

@@ -308,7 +308,7 @@ TEST_F(SchedulerTlsE2eTest, SchedulesThroughHttpsWithAClientCertificate) {
   }
   EXPECT_GT(Count("filter"), filters);
   EXPECT_EQ(Count("bind") - binds, static_cast<int64_t>(names.size()));
-  const auto binders = Binders();
+  const auto binders = Binders(names);
   for (const std::string& pod : names) {
     EXPECT_EQ(binders.count(pod) ? binders.at(pod) : "(none)", cp().schedext_user()) << pod;
   }
