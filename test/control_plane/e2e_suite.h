@@ -24,7 +24,6 @@
 #include <memory>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -194,14 +193,15 @@ class E2eSuite : public ControlPlaneSuite {
   // ResponseComplete event after etcd has the nodeName, so a test that saw its
   // pods bound can read the log before their events are in it.
   std::map<std::string, std::string> Binders(const std::vector<std::string>& pods) const {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    for (;;) {
-      std::map<std::string, std::string> users = BindingUsers(shared().audit_log, ns_);
-      const bool all = std::all_of(pods.begin(), pods.end(),
-                                   [&](const std::string& pod) { return users.count(pod) > 0; });
-      if (all || std::chrono::steady_clock::now() >= deadline) return users;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    std::map<std::string, std::string> users;
+    WaitFor(
+        [&] {
+          users = BindingUsers(shared().audit_log, ns_);
+          return std::all_of(pods.begin(), pods.end(),
+                             [&](const std::string& pod) { return users.count(pod) > 0; });
+        },
+        std::chrono::seconds(10));
+    return users;
   }
 
   // One line in the test's output: what the scheduler said, for whoever
