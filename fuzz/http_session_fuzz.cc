@@ -218,15 +218,18 @@ void CheckReplies(std::string_view input, std::string_view out) {
     const int64_t length = ContentLength(head);
     SCHEDEXT_FUZZ_CHECK(length >= 0, "reply without Content-Length: " + std::string(head));
     // A HEAD reply announces the GET body and carries none: what follows is
-    // the next reply or the end.
+    // the next reply or the end. That is tried first: no body of this server
+    // starts with a status line (they are JSON, Prometheus text or "ok"),
+    // while the next reply's body may well hold "HTTP/1.1 " exactly
+    // Content-Length bytes on (an error message quoting a header did).
+    const bool next_at_head_end = out.empty() || StartsWith(out, "HTTP/1.1 ");
     const bool next_at_body_end =
         static_cast<size_t>(length) <= out.size() &&
         (out.size() == static_cast<size_t>(length) ||
          StartsWith(out.substr(static_cast<size_t>(length)), "HTTP/1.1 "));
-    const bool next_at_head_end = out.empty() || StartsWith(out, "HTTP/1.1 ");
     SCHEDEXT_FUZZ_CHECK(next_at_body_end || next_at_head_end,
                         "reply body does not match Content-Length " + std::to_string(length));
-    if (next_at_body_end) {
+    if (!next_at_head_end) {
       out.remove_prefix(static_cast<size_t>(length));
     }
     if (head.find("\r\nConnection: close\r\n") != std::string_view::npos) {
