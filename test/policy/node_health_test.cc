@@ -155,6 +155,53 @@ TEST(NodeHealthTest, RejectsCordonedNotReadyAndPressuredNodes) {
   }
 }
 
+TEST(NodeHealthTest, EveryCombinationOfChecksAndConditionsGetsTheFirstFailingReason) {
+  // The filter passes a healthy node on one mask test: every set of enabled
+  // checks against every set of True conditions must still give the reason
+  // of the first failing check in order, or success.
+  struct Check {
+    const char* arg;
+    const char* condition;
+    bool must_be_true;
+    std::string_view reason;
+  };
+  const Check checks[] = {{"notReady", "Ready", true, kNotReady},
+                          {"memoryPressure", "MemoryPressure", false, kMemoryPressure},
+                          {"diskPressure", "DiskPressure", false, kDiskPressure},
+                          {"pidPressure", "PIDPressure", false, kPidPressure},
+                          {"networkUnavailable", "NetworkUnavailable", false,
+                           kNetworkUnavailable}};
+  TestArena arena;
+  PodBuilder pod_builder(arena);
+  const model::PodInfo pod = pod_builder.Build();
+  for (unsigned enabled = 0; enabled < 32; ++enabled) {
+    json args = json::object();
+    for (unsigned c = 0; c < 5; ++c) {
+      args[checks[c].arg] = (enabled >> c & 1U) != 0;
+    }
+    StatusOr<std::unique_ptr<Policy>> policy = NewNodeHealth(args, PolicyContext{});
+    ASSERT_TRUE(policy.ok()) << policy.status().ToString();
+    const FilterHook* filter = (*policy)->AsFilter();
+    for (unsigned is_true = 0; is_true < 32; ++is_true) {
+      SCOPED_TRACE("args " + args.dump() + ", True conditions mask " + std::to_string(is_true));
+      NodeBuilder node_builder(arena);
+      std::string_view want;
+      for (unsigned c = 0; c < 5; ++c) {
+        const bool holds = (is_true >> c & 1U) != 0;
+        node_builder.Condition(checks[c].condition, holds ? "True" : "False");
+        if (want.empty() && (enabled >> c & 1U) != 0 && holds != checks[c].must_be_true) {
+          want = checks[c].reason;
+        }
+      }
+      RequestState state;
+      const Verdict got = filter->Filter(state, pod, node_builder.Build());
+      EXPECT_EQ(got.code, want.empty() ? Verdict::Code::kSuccess
+                                       : Verdict::Code::kUnschedulableAndUnresolvable);
+      EXPECT_EQ(got.reason, want);
+    }
+  }
+}
+
 TEST(NodeHealthTest, IsAFilterOnly) {
   StatusOr<std::unique_ptr<Policy>> policy = NewNodeHealth(json::object(), PolicyContext{});
   ASSERT_TRUE(policy.ok()) << policy.status().ToString();

@@ -31,7 +31,13 @@ struct NodeHealthOptions {
 // Rejects cordoned, not-ready and pressured nodes; each check can be disabled.
 class NodeHealth final : public Policy, public FilterHook {
  public:
-  explicit NodeHealth(const NodeHealthOptions& options) : options_(options) {}
+  explicit NodeHealth(const NodeHealthOptions& options)
+      : options_(options),
+        needs_true_(options.not_ready ? model::kConditionReady : 0),
+        needs_false_((options.memory_pressure ? model::kConditionMemoryPressure : 0) |
+                     (options.disk_pressure ? model::kConditionDiskPressure : 0) |
+                     (options.pid_pressure ? model::kConditionPidPressure : 0) |
+                     (options.network_unavailable ? model::kConditionNetworkUnavailable : 0)) {}
 
   std::string_view Name() const override { return kName; }
   const FilterHook* AsFilter() const override { return this; }
@@ -48,6 +54,11 @@ class NodeHealth final : public Policy, public FilterHook {
     // also updated the summary.
     assert(node.condition_summary == model::SummarizeConditions(node.conditions));
     const uint32_t is_true = node.condition_summary.is_true;
+    // A healthy node (nearly all of them) passes on one test; the checks
+    // below run, in order, only to name the reason of a rejected one.
+    if ((is_true & (needs_true_ | needs_false_)) == needs_true_) {
+      return Verdict::Success();
+    }
     if (options_.not_ready && (is_true & model::kConditionReady) == 0) {
       return Verdict::Unresolvable("node(s) were not ready");
     }
@@ -68,6 +79,10 @@ class NodeHealth final : public Policy, public FilterHook {
 
  private:
   const NodeHealthOptions options_;
+  // ConditionBit masks of the enabled checks: conditions that must be "True"
+  // (Ready) and those that must not (the pressures, NetworkUnavailable).
+  const uint32_t needs_true_;
+  const uint32_t needs_false_;
 };
 
 }  // namespace
