@@ -14,6 +14,8 @@
 //   same names, raw node bytes, victims and strings (encoder round trip);
 // * decoding the same body again on the same decoder, after it decoded the
 //   other messages, gives the same result (no state leaks between requests);
+// * the two-thread decode of large full-mode bodies (DecoderOptions) gives
+//   the one-thread result on every body;
 // * the body padded with trailing whitespace to 16 KB, which sends any body
 //   ending with an array of plain names down the decoder's names-mode fast
 //   path, decodes as the body does (success, names and fields; and
@@ -394,6 +396,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string again = fuzz::Fingerprint(again_status, args);
   SCHEDEXT_FUZZ_CHECK(again == first, "second decode differs:\n" + first + "\n" + again);
   const bool quoted = args.names_quoted;
+
+  // The two-thread decode of large full-mode bodies, tried on every body
+  // (it cuts only between two nodes it can prove, else it decodes whole):
+  // the same result or the same error.
+  wire::DecoderOptions split_options;
+  split_options.split_min_bytes = 0;
+  wire::RequestDecoder split_decoder(split_options);
+  wire::ExtenderArgsView split_args;
+  const Status split_status = split_decoder.DecodeExtenderArgs(body, split_args);
+  const std::string split_print = fuzz::Fingerprint(split_status, split_args);
+  SCHEDEXT_FUZZ_CHECK(split_print == first,
+                      "split decode differs:\n" + first + "\n" + split_print);
+  if (split_status.ok()) {
+    fuzz::CheckExtenderArgs(input, body, split_args);
+  }
 
   // decoder.cc's kTrailingNamesMinBytes: bodies this large may take the fast path.
   constexpr size_t kFastPathBytes = 16 * 1024;

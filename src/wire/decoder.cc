@@ -14,6 +14,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -55,11 +57,41 @@ size_t ScanTrailingNames(std::string_view body, std::vector<std::string_view>& n
   return static_cast<size_t>(bracket - body.data());
 }
 
+// Where DecodeSplit cuts a full-mode body: between two nodes of kube-scheduler's
+// items array (Go writes a v1.Node with metadata first and no whitespace), from
+// this share of the body on. The second half costs a copy and a second
+// simdjson index on top of its walk, so the calling thread takes a bit more.
+constexpr std::string_view kNodeBoundary = R"(},{"metadata":{)";
+constexpr size_t kSplitAtPermille = 540;
+// The document the second part is decoded as: the cut's context, then the
+// body from the next node on (which closes the items array, the node list
+// and the root itself).
+constexpr std::string_view kTailPrefix = R"({"Nodes":{"items":[)";
+
 }  // namespace
 
 // The request-level state; the field walkers come from FieldDecoder.
 struct RequestDecoder::Impl : internal::FieldDecoder {
+  explicit Impl(const DecoderOptions& o) : options(o) {}
+
+  DecoderOptions options;
   od::parser parser;
+
+  // Root "Pod" and "Nodes" keys, and "items" keys of node lists, in the
+  // last DecodeArgs (DecodeSplit's checks on the second part).
+  size_t pod_keys = 0;
+  size_t nodes_keys = 0;
+  size_t items_keys = 0;
+
+  // DecodeSplit's second part: its decoder, view and document (kTailPrefix
+  // and a copy of the body's end), all kept for reuse like the rest.
+  std::unique_ptr<Impl> tail;
+  ExtenderArgsView tail_args;
+  std::unique_ptr<char[]> tail_doc;
+  size_t tail_doc_capacity = 0;
+
+  bool DecodeSplit(const RequestBuffer& body, ExtenderArgsView& out);
+  bool last_split = false;
 
   // The names-mode fast path (DecodeExtenderArgs): the body up to the
   // trailing names' '[' followed by "]}", padded for simdjson, and the names.
@@ -123,6 +155,7 @@ struct RequestDecoder::Impl : internal::FieldDecoder {
       if (!KeyIs(key, "items")) {
         return true;
       }
+      ++items_keys;
       count = 0;
       return ForEachElement(value, [&](size_t, od::value& element) {
         model::NodeInfo& node = NodeAt(nodes, count);
@@ -201,7 +234,9 @@ struct RequestDecoder::Impl : internal::FieldDecoder {
   }
 };
 
-RequestDecoder::RequestDecoder() : impl_(std::make_unique<Impl>()) {}
+RequestDecoder::RequestDecoder() : RequestDecoder(DecoderOptions{}) {}
+RequestDecoder::RequestDecoder(const DecoderOptions& options)
+    : impl_(std::make_unique<Impl>(options)) {}
 RequestDecoder::~RequestDecoder() = default;
 
 // ExtenderArgs from the document data[0, size) (capacity: its buffer's
@@ -219,6 +254,9 @@ bool RequestDecoder::Impl::DecodeArgs(const char* data, size_t size, size_t capa
   out.node_names.clear();
   out.names_quoted = false;
 
+  pod_keys = 0;
+  nodes_keys = 0;
+  items_keys = 0;
   size_t node_count = 0;
   bool nodes_set = false;
   bool names_set = false;
@@ -229,9 +267,11 @@ bool RequestDecoder::Impl::DecodeArgs(const char* data, size_t size, size_t capa
   if (ok && !is_null) {
     ok = d.WalkRoot(doc, [&](std::string_view key, od::value& value) {
       if (KeyIs(key, "Pod")) {
+        ++pod_keys;
         return d.DecodeNullablePod(value, out.has_pod, out.pod);
       }
       if (KeyIs(key, "Nodes")) {
+        ++nodes_keys;
         bool list_null = false;
         if (!d.IsNull(value, list_null)) {
           return false;
@@ -295,8 +335,11 @@ bool RequestDecoder::Impl::DecodeArgs(const char* data, size_t size, size_t capa
   return true;
 }
 
+bool RequestDecoder::last_decode_split() const { return impl_->last_split; }
+
 Status RequestDecoder::DecodeExtenderArgs(const RequestBuffer& body, ExtenderArgsView& out) {
   Impl& d = *impl_;
+  d.last_split = false;
   // A names-mode body is mostly its NodeNames array, which simdjson would
   // index byte by byte only for the decoder to read it again. When the body
   // ends with an array of plain names, simdjson parses a copy of everything
@@ -335,11 +378,100 @@ Status RequestDecoder::DecodeExtenderArgs(const RequestBuffer& body, ExtenderArg
       }
     }
   }
+  d.last_split = body.size() >= d.options.split_min_bytes && d.DecodeSplit(body, out);
+  if (d.last_split) {
+    return OkStatus();
+  }
   bool names_trailing = false;
   if (d.DecodeArgs(body.data(), body.size(), body.capacity(), nullptr, out, names_trailing)) {
     return OkStatus();
   }
   return d.TakeError("ExtenderArgs");
+}
+
+// A full-mode body of thousands of nodes is decoded by two threads: this one
+// takes the body up to a cut between two nodes of the items array, a helper
+// thread the document kTailPrefix + the body from the next node on. Both are
+// walked by DecodeArgs, so each part is decoded exactly as the whole body
+// would decode it, provided that
+// * the cut lies between two elements of the root's Nodes.items: this
+//   thread's walk ends with a node exactly at the cut (StopAtNodeEnd), which
+//   the walk can only do at that level, so the second part starts outside any
+//   string in the same context kTailPrefix opens;
+// * the second part holds no root "Pod", no second "Nodes" and no second
+//   node-list "items": those would merge into or replace what the first part
+//   decoded, which the separate walks cannot do.
+// Then the nodes are the first part's followed by the second's. Anything else
+// (no cut found, a bad cut in a crafted body, any decode failure, no thread)
+// returns false and the caller decodes the body whole, so its result and its
+// error messages are always the sequential walk's.
+bool RequestDecoder::Impl::DecodeSplit(const RequestBuffer& body, ExtenderArgsView& out) {
+  const std::string_view text(body.data(), body.size());
+  const size_t from = text.size() / 1000 * kSplitAtPermille;
+  const size_t boundary = text.find(kNodeBoundary, from);
+  if (boundary == std::string_view::npos) {
+    return false;
+  }
+  const size_t cut = boundary + 1;  // the ',' between the two nodes
+  const std::string_view rest = text.substr(cut + 1);
+  const size_t tail_size = kTailPrefix.size() + rest.size();
+  if (tail_doc_capacity < tail_size + kJsonPadding) {
+    tail_doc_capacity = tail_size + kJsonPadding;
+    tail_doc = std::make_unique<char[]>(tail_doc_capacity);
+  }
+  if (tail == nullptr) {
+    tail = std::make_unique<Impl>(options);
+  }
+  bool tail_ok = false;
+  std::thread helper;
+  try {
+    helper = std::thread([&] {
+      char* doc = tail_doc.get();
+      std::memcpy(doc, kTailPrefix.data(), kTailPrefix.size());
+      std::memcpy(doc + kTailPrefix.size(), rest.data(), rest.size());
+      std::memset(doc + tail_size, 0, kJsonPadding);
+      bool names_trailing = false;
+      tail_ok = tail->DecodeArgs(doc, tail_size, tail_doc_capacity, nullptr, tail_args,
+                                 names_trailing) &&
+                tail->pod_keys == 0 && tail->nodes_keys == 1 && tail->items_keys == 1 &&
+                tail_args.mode == NodeMode::kFullNodes;
+      (void)tail->TakeError("ExtenderArgs");  // the whole body's walk reports errors
+    });
+  } catch (const std::system_error&) {
+    return false;  // no thread to be had: decode it whole
+  }
+  StopAtNodeEnd(body.data() + cut);
+  bool names_trailing = false;
+  const bool head_ok = DecodeArgs(body.data(), cut, body.capacity(), nullptr, out, names_trailing) &&
+                       node_cut_reached() && out.mode == NodeMode::kFullNodes;
+  StopAtNodeEnd(nullptr);
+  (void)TakeError("ExtenderArgs");
+  helper.join();
+  if (!head_ok || !tail_ok) {
+    return false;
+  }
+  // The second part's nodes follow the first's; their spans are moved from
+  // the copy to the same bytes of the body, and the NodeInfos are swapped, so
+  // both decoders keep their allocations for the next request.
+  const char* const copy_begin = tail_doc.get() + kTailPrefix.size();
+  const char* const body_begin = rest.data();
+  for (model::NodeInfo& node : tail_args.nodes) {
+    node.raw_json = std::string_view(body_begin + (node.raw_json.data() - copy_begin),
+                                     node.raw_json.size());
+    if (node_pool.empty()) {
+      out.nodes.emplace_back();
+    } else {
+      out.nodes.push_back(std::move(node_pool.back()));
+      node_pool.pop_back();
+    }
+    std::swap(out.nodes.back(), node);
+  }
+  out.node_names.clear();
+  out.node_names.reserve(out.nodes.size());
+  for (const model::NodeInfo& node : out.nodes) {
+    out.node_names.push_back(node.name);
+  }
+  return true;
 }
 
 Status RequestDecoder::DecodePreemptionArgs(const RequestBuffer& body, PreemptionArgsView& out) {
@@ -441,6 +573,12 @@ void RequestDecoder::ShrinkTo(size_t max_bytes) {
   if (impl_->head_capacity > max_bytes) {
     impl_->head.reset();
     impl_->head_capacity = 0;
+  }
+  if (impl_->tail_doc_capacity > max_bytes) {
+    impl_->tail_doc.reset();
+    impl_->tail_doc_capacity = 0;
+    impl_->tail.reset();
+    impl_->tail_args = ExtenderArgsView{};
   }
 }
 

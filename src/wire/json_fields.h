@@ -168,6 +168,9 @@ class FieldDecoder {
       if (!fn(index, element)) {
         return AtIndex(index);
       }
+      if (document_read_) {
+        return true;  // stopped inside the element (StopAtNodeEnd)
+      }
       ++index;
     }
     return true;
@@ -225,6 +228,18 @@ class FieldDecoder {
   // token after its '}', minus the whitespace in between. With `meta`, also
   // its resourceVersion and deletionTimestamp.
   bool DecodeNode(od::value& v, model::NodeInfo& node, ObjectMeta* meta = nullptr);
+
+  // Makes this decoder's next documents end right after a node object that
+  // closes at `end` (a document cut there, as RequestDecoder's split decode
+  // cuts a large body between two nodes): DecodeNode then takes the end of
+  // the document for the end of such a node. nullptr: whole documents.
+  void StopAtNodeEnd(const char* end) {
+    node_cut_ = end;
+    node_cut_reached_ = false;
+  }
+  // Whether a node ended at the StopAtNodeEnd position. The walks stop
+  // there, as if the document had been read to its end.
+  bool node_cut_reached() const { return node_cut_reached_; }
 
   // ---- document level ----
 
@@ -300,6 +315,9 @@ class FieldDecoder {
   const char* document_end_ = nullptr;
   // Set when a field read the document to its end: the walks stop.
   bool document_read_ = false;
+  // StopAtNodeEnd's position, and whether a node ended there.
+  const char* node_cut_ = nullptr;
+  bool node_cut_reached_ = false;
   // Failure state: the innermost message and the path, innermost segment first.
   std::string error_;
   std::vector<std::string> reverse_path_;

@@ -39,7 +39,11 @@ bool FieldDecoder::DecodeNode(od::value& v, model::NodeInfo& node, ObjectMeta* m
   }
   const char* end = nullptr;
   if (auto code = v.current_location().get(end)) {
-    return Fail(code);
+    // The last token of a document cut after this node (StopAtNodeEnd).
+    if (code != simdjson::OUT_OF_BOUNDS || node_cut_ == nullptr || document_end_ != node_cut_) {
+      return Fail(code);
+    }
+    end = document_end_;
   }
   std::string_view span(begin, static_cast<size_t>(end - begin));
   while (!span.empty() && IsJsonSpace(span.back())) {
@@ -49,6 +53,10 @@ bool FieldDecoder::DecodeNode(od::value& v, model::NodeInfo& node, ObjectMeta* m
     return Fail("internal error: cannot delimit the node object");
   }
   node.raw_json = span;
+  if (node_cut_ != nullptr && span.data() + span.size() == node_cut_) {
+    node_cut_reached_ = true;
+    document_read_ = true;
+  }
   return true;
 }
 

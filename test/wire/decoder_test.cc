@@ -392,6 +392,138 @@ TEST_F(DecoderTest, LargeNamesBodiesDecodeAsTheWholeBodyDoes) {
   EXPECT_THAT(args_.node_names, ElementsAre("a"));
 }
 
+// What a policy or the reply could read of a decoded ExtenderArgs, as text;
+// raw node spans by content and by offset into `body`.
+std::string Fingerprint(const Status& status, const ExtenderArgsView& args,
+                        const RequestBuffer& body) {
+  std::string out = status.message() + "#";
+  out += args.has_pod ? "pod " + std::string(args.pod.name) + "/" +
+                            std::to_string(args.pod.requests.milli_cpu) + ";"
+                      : "nopod;";
+  out += std::to_string(static_cast<int>(args.mode)) + ";";
+  for (const model::NodeInfo& node : args.nodes) {
+    out += std::string(node.name) + "|" + std::string(node.uid) + "|";
+    for (const auto& [key, value] : node.labels.entries()) {
+      out += std::string(key) + "=" + std::string(value) + ",";
+    }
+    out += "|" + std::to_string(node.taints.size()) + "|" + std::to_string(node.conditions.size()) +
+           (node.unschedulable ? "U" : "u") + "|";
+    node.allocatable.ForEach([&](std::string_view name, int64_t amount) {
+      out += std::string(name) + ":" + std::to_string(amount) + ",";
+    });
+    const bool inside = node.raw_json.data() >= body.data() &&
+                        node.raw_json.data() + node.raw_json.size() <= body.data() + body.size();
+    out += inside ? "@" + std::to_string(node.raw_json.data() - body.data()) : "@outside";
+    out += "=" + std::string(node.raw_json) + "\n";
+  }
+  for (std::string_view name : args.node_names) {
+    out += std::string(name) + ",";
+  }
+  return out;
+}
+
+TEST(SplitDecodeTest, LargeFullBodiesDecodeAsTheWholeWalkDoes) {
+  std::vector<std::string> nodes;
+  for (int i = 0; i < 40; ++i) {
+    NodeJson node("node-" + std::to_string(i));
+    node.Realistic().Label("zone", i % 2 == 0 ? "a" : "b").Allocatable("cpu", "4").Ready();
+    if (i % 7 == 0) {
+      node.Taint("dedicated", "gpu", "NoSchedule");
+    }
+    nodes.push_back(node.Build());
+  }
+  PodJson pod("p");
+  pod.Realistic().Request("cpu", "250m");
+  const std::string pod_json = pod.Build();
+  const std::string plain = ExtenderArgsFullJson(pod_json, nodes);
+  // Nodes whose images are objects that look like nodes: the cut searched
+  // for lands between two of those, not between two nodes.
+  std::string lookalikes = "[";
+  for (int i = 0; i < 50; ++i) {
+    lookalikes += i == 0 ? R"({"metadata":{}})" : R"(,{"metadata":{}})";
+  }
+  lookalikes += "]";
+  std::vector<std::string> crafted;
+  for (int i = 0; i < 40; ++i) {
+    crafted.push_back(NodeJson("crafted-" + std::to_string(i)).StatusField("images", lookalikes).Build());
+  }
+  std::vector<std::string> bad_second = nodes;
+  bad_second[35] = NodeJson("bad").Allocatable("cpu", "4x").Build();
+  std::vector<std::string> bad_first = nodes;
+  bad_first[2] = NodeJson("bad").Allocatable("cpu", "4x").Build();
+  const auto replace = [](std::string body, std::string_view from, std::string_view to) {
+    return body.replace(body.find(from), from.size(), to);
+  };
+  const std::string items = "\"items\":" + ::schedext::testing::JsonArray(nodes);
+
+  struct Case {
+    std::string body;
+    bool split;  // whether the two-thread walk may keep its result
+  };
+  const std::vector<Case> cases = {
+      {plain, true},
+      {"{\"nodes\":{\"ITEMS\":" + ::schedext::testing::JsonArray(nodes) + "},\"Pod\":" + pod_json +
+           "}",
+       false},  // the Pod after the nodes: merged by the whole walk only
+      {"{\"Pod\":" + pod_json + ",\"nodes\":{\"ITEMS\":" + ::schedext::testing::JsonArray(nodes) +
+           ",\"metadata\":{}},\"Misc\":[1,{}],\"NodeNames\":[\"x\"]}",
+       true},
+      {"{\"Pod\":" + pod_json + ",\"Nodes\":{" + items + ",\"items\":[]}}", false},
+      {"{\"Pod\":" + pod_json + ",\"Nodes\":{" + items + "},\"Nodes\":null}", false},
+      {"{\"Pod\":" + pod_json + ",\"Nodes\":{" + items + "},\"Pod\":null}", false},
+      {ExtenderArgsFullJson(pod_json, crafted), false},
+      {ExtenderArgsFullJson(pod_json, bad_second), false},
+      {ExtenderArgsFullJson(pod_json, bad_first), false},
+      {plain + "x", false},
+      {replace(plain, "\"NodeNames\":null", "\"NodeNames\":nul"), false},
+      {replace(plain, "\"status\":{", "\"status\":[{"), false},
+      {plain.substr(0, plain.size() - 30), false},
+      {"{\"Pod\":" + pod_json + ",\"Misc\":{" + items + "}}", false},
+  };
+  DecoderOptions split_always;
+  split_always.split_min_bytes = 0;
+  DecoderOptions split_never;
+  split_never.split_min_bytes = SIZE_MAX;
+  RequestDecoder split(split_always);
+  RequestDecoder whole(split_never);
+  ExtenderArgsView split_args;
+  ExtenderArgsView whole_args;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(i);
+    const RequestBuffer body = RequestBuffer::CopyOf(cases[i].body);
+    const Status whole_status = whole.DecodeExtenderArgs(body, whole_args);
+    EXPECT_FALSE(whole.last_decode_split());
+    // Twice on the same decoder: what the split keeps between requests must
+    // not leak into the next one.
+    for (int round = 0; round < 2; ++round) {
+      const Status split_status = split.DecodeExtenderArgs(body, split_args);
+      EXPECT_EQ(Fingerprint(split_status, split_args, body),
+                Fingerprint(whole_status, whole_args, body));
+      EXPECT_EQ(split.last_decode_split(), cases[i].split);
+    }
+  }
+  // The plain body: every node, each span a run of the body's bytes.
+  const RequestBuffer body = RequestBuffer::CopyOf(plain);
+  ASSERT_TRUE(split.DecodeExtenderArgs(body, split_args).ok());
+  ASSERT_TRUE(split.last_decode_split());
+  ASSERT_EQ(split_args.nodes.size(), nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    EXPECT_EQ(split_args.nodes[i].raw_json, nodes[i]);
+    EXPECT_EQ(split_args.node_names[i], "node-" + std::to_string(i));
+  }
+  EXPECT_EQ(whole.DecodeExtenderArgs(body, whole_args).message(), "");
+  EXPECT_EQ(Fingerprint(OkStatus(), split_args, body), Fingerprint(OkStatus(), whole_args, body));
+  // The error of a bad node in the second part is the whole walk's, path included.
+  const RequestBuffer bad = RequestBuffer::CopyOf(ExtenderArgsFullJson(pod_json, bad_second));
+  EXPECT_THAT(split.DecodeExtenderArgs(bad, split_args).message(),
+              HasSubstr("/Nodes/items/35/status/allocatable/cpu"));
+  // A small request after a split one.
+  const RequestBuffer small = RequestBuffer::CopyOf(R"({"NodeNames":["a"]})");
+  ASSERT_TRUE(split.DecodeExtenderArgs(small, split_args).ok());
+  EXPECT_THAT(split_args.node_names, ElementsAre("a"));
+  EXPECT_TRUE(split_args.nodes.empty());
+}
+
 TEST_F(DecoderTest, FullNodesWinOverNodeNames) {
   ASSERT_TRUE(Args(R"({"NodeNames":["x","y"],"Nodes":{"items":[{"metadata":{"name":"n1"}}]}})").ok());
   EXPECT_EQ(args_.mode, NodeMode::kFullNodes);

@@ -14,6 +14,7 @@
 #ifndef SCHEDEXT_WIRE_DECODER_H_
 #define SCHEDEXT_WIRE_DECODER_H_
 
+#include <cstddef>
 #include <memory>
 
 #include "schedext/status.h"
@@ -22,9 +23,17 @@
 
 namespace schedext::wire {
 
+struct DecoderOptions {
+  // Full-mode ExtenderArgs bodies from this size up are decoded by two
+  // threads, the caller's and a helper started for the request, each walking
+  // part of the nodes; the result is the one-thread walk's. SIZE_MAX: never.
+  size_t split_min_bytes = size_t{4} << 20;
+};
+
 class RequestDecoder {
  public:
   RequestDecoder();
+  explicit RequestDecoder(const DecoderOptions& options);
   ~RequestDecoder();
   RequestDecoder(const RequestDecoder&) = delete;
   RequestDecoder& operator=(const RequestDecoder&) = delete;
@@ -36,6 +45,10 @@ class RequestDecoder {
   Status DecodePreemptionArgs(const RequestBuffer& body, PreemptionArgsView& out);
   // ExtenderBindingArgs.
   Status DecodeBindingArgs(const RequestBuffer& body, BindingArgsView& out);
+
+  // Whether the last DecodeExtenderArgs succeeded through the two-thread
+  // split of DecoderOptions (for tests and benchmarks).
+  bool last_decode_split() const;
 
   // Releases parser memory beyond `max_bytes` (after a very large request).
   void ShrinkTo(size_t max_bytes);
