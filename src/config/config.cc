@@ -72,12 +72,12 @@ constexpr std::array<std::string_view, 5> kRecordFields = {"dir", "sampleRate", 
                                                            "maxFiles", "verbs"};
 constexpr std::array<std::string_view, 4> kRecordVerbs = {"filter", "prioritize", "preempt",
                                                           "bind"};
-constexpr std::array<std::string_view, 19> kServerFields = {
+constexpr std::array<std::string_view, 20> kServerFields = {
     "listen",          "threads",          "maxConnections",       "maxHeaderBytes",
     "maxBodyBytes",    "headerTimeoutSeconds", "bodyTimeoutSeconds", "readTimeoutSeconds",
     "writeTimeoutSeconds", "keepAliveTimeoutSeconds", "keepAliveMaxCount", "bindThreads",
     "maxPendingBinds", "shutdownGraceSeconds", "keepBufferBytes",   "keepLargeBuffers",
-    "statusListen",    "tls",              "record"};
+    "parallelDecodeBytes", "statusListen", "tls",                  "record"};
 constexpr std::array<std::string_view, 3> kTlsFields = {"certFile", "keyFile", "clientCAFile"};
 constexpr std::array<std::string_view, 2> kLogFields = {"level", "format"};
 constexpr std::array<std::string_view, 2> kProfileFields = {"name", "policies"};
@@ -235,6 +235,9 @@ Status Loader::ReadServer(const Field& f, ServerConfig& server) const {
                                        "a non-negative integer", server.keep_buffer_bytes));
   SCHEDEXT_RETURN_IF_ERROR(
       ReadBoolInto(fields, "keepLargeBuffers", kPath, server.keep_large_buffers));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "parallelDecodeBytes", kPath, 0, kMaxInt64,
+                                       "a non-negative integer (0: off)",
+                                       server.parallel_decode_bytes));
   if (const Field* tls = fields.Find("tls")) {
     SCHEDEXT_RETURN_IF_ERROR(ReadTls(*tls, server.tls));
   }

@@ -159,7 +159,7 @@ std::unique_ptr<Worker> WorkerPool::Acquire(uint64_t body_bytes) {
     idle_.pop_back();
     return w;
   }
-  return std::make_unique<Worker>();
+  return std::make_unique<Worker>(decoder_);
 }
 
 size_t WorkerPool::BufferBytes(const Worker& w) const {

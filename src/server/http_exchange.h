@@ -37,6 +37,8 @@ namespace schedext::server::http {
 // a names-mode one's long runs of names, are written from `body` itself,
 // which therefore lives until the reply is written.
 struct Worker {
+  explicit Worker(const wire::DecoderOptions& decoder) : scratch(decoder) {}
+
   wire::RequestBuffer body;
   Scratch scratch;
   std::string head;
@@ -53,7 +55,8 @@ struct Worker {
 // whose Content-Length needs it; the others are shrunk when given back.
 class WorkerPool {
  public:
-  WorkerPool(size_t keep_bytes, bool keep_large) : keep_bytes_(keep_bytes), keep_large_(keep_large) {}
+  WorkerPool(size_t keep_bytes, bool keep_large, const wire::DecoderOptions& decoder)
+      : keep_bytes_(keep_bytes), keep_large_(keep_large), decoder_(decoder) {}
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
 
@@ -69,6 +72,7 @@ class WorkerPool {
 
   const size_t keep_bytes_;
   const bool keep_large_;
+  const wire::DecoderOptions decoder_;  // each new worker's
   std::mutex mu_;
   std::vector<std::unique_ptr<Worker>> idle_;  // guarded by mu_
   std::unique_ptr<Worker> large_;              // guarded by mu_

@@ -115,7 +115,10 @@ struct ServerCore {
              const HttpServerOptions& options)
       : config(c),
         router(service, metrics, options),
-        workers(c.keep_buffer_bytes, c.keep_large_buffers),
+        workers(c.keep_buffer_bytes, c.keep_large_buffers,
+                wire::DecoderOptions{.split_min_bytes = c.parallel_decode_bytes == 0
+                                                            ? SIZE_MAX
+                                                            : c.parallel_decode_bytes}),
         binds(c.bind_threads, static_cast<size_t>(c.max_pending_binds)),
         transport_warnings(
             LogLimiter::Options{10.0, 20, "warnings about refused or broken connections"}, metrics) {

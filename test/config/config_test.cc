@@ -82,6 +82,7 @@ server:
   shutdownGraceSeconds: 0
   keepBufferBytes: 268435456
   keepLargeBuffers: false
+  parallelDecodeBytes: 0
   statusListen: "127.0.0.1:9090"
   tls:
     certFile: /etc/tls/tls.crt
@@ -124,6 +125,7 @@ profiles:
   EXPECT_EQ(c.server.shutdown_grace_seconds, 0);
   EXPECT_EQ(c.server.keep_buffer_bytes, size_t{268435456});
   EXPECT_FALSE(c.server.keep_large_buffers);
+  EXPECT_EQ(c.server.parallel_decode_bytes, 0u);
   EXPECT_EQ(c.server.status_host, "127.0.0.1");
   EXPECT_EQ(c.server.status_port, 9090);
   EXPECT_TRUE(c.server.tls.enabled());
@@ -172,6 +174,7 @@ TEST(ConfigTest, AppliesDefaults) {
   EXPECT_EQ(got->server.shutdown_grace_seconds, 25);
   EXPECT_EQ(got->server.keep_buffer_bytes, size_t{1} << 20);
   EXPECT_TRUE(got->server.keep_large_buffers);
+  EXPECT_EQ(got->server.parallel_decode_bytes, size_t{4} << 20);
   EXPECT_EQ(got->log.level, "info");
   EXPECT_EQ(got->log.format, "text");
   EXPECT_EQ(got->default_profile, "default");  // the first profile
@@ -215,7 +218,7 @@ TEST(ConfigTest, RejectsUnknownFields) {
        "maxHeaderBytes, maxBodyBytes, headerTimeoutSeconds, bodyTimeoutSeconds, "
        "readTimeoutSeconds, writeTimeoutSeconds, keepAliveTimeoutSeconds, keepAliveMaxCount, "
        "bindThreads, maxPendingBinds, shutdownGraceSeconds, keepBufferBytes, keepLargeBuffers, "
-       "statusListen, tls, record)"},
+       "parallelDecodeBytes, statusListen, tls, record)"},
       {"tls", "server:\n  tls:\n    caFile: x\n" + p,
        "config.yaml:3:5: server.tls.caFile: unknown field (known: certFile, keyFile, "
        "clientCAFile)"},
@@ -244,6 +247,8 @@ TEST(ConfigTest, RejectsBadValues) {
        "config.yaml:2:12: server.threads: must be an integer from 0 (one per core) to 1024"},
       {"threads list", "server:\n  threads: [1]\n" + p,
        "config.yaml:2:12: server.threads: must be an integer from 0 (one per core) to 1024"},
+      {"parallelDecodeBytes negative", "server:\n  parallelDecodeBytes: -1\n" + p,
+       "config.yaml:2:24: server.parallelDecodeBytes: must be a non-negative integer (0: off)"},
       {"maxConnections zero", "server:\n  maxConnections: 0\n" + p,
        "config.yaml:2:19: server.maxConnections: must be an integer from 1 to 1000000"},
       {"maxHeaderBytes small", "server:\n  maxHeaderBytes: 100\n" + p,

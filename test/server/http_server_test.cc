@@ -24,6 +24,7 @@
 #include "schedext/policy/registry.h"
 #include "schedext/server/metrics.h"
 #include "schedext/server/service.h"
+#include "testing/json_builders.h"
 #include "testing/loopback.h"
 
 namespace schedext::server {
@@ -725,6 +726,47 @@ TEST_F(HttpServerTest, SecondServerOnTheSamePortFailsToBind) {
   for (int i = 0; i < 5; ++i) {
     ExpectFilter3Passes(Post("/filter", filter3_));
   }
+}
+
+// server.parallelDecodeBytes: a full-mode body decoded by two threads, cut
+// between two nodes, gets byte for byte the reply of the one-thread decode,
+// its echoed nodes spliced from the body across the cut.
+TEST(HttpServerParallelDecodeTest, LargeFullBodiesGetTheOneThreadReply) {
+  QuietLog quiet;
+  std::vector<std::string> nodes;
+  std::vector<std::string> passing;
+  for (int i = 0; i < 60; ++i) {
+    testing::NodeJson node("node-" + std::to_string(i));
+    node.Realistic().Ready().Allocatable("cpu", "4");
+    if (i % 9 == 4) {
+      node.Taint("dedicated", "db", "NoSchedule");  // fails TaintToleration
+    } else {
+      passing.push_back(node.name());
+    }
+    nodes.push_back(node.Build());
+  }
+  testing::PodJson pod("p");
+  pod.Realistic().Request("cpu", "100m");
+  const std::string body = testing::ExtenderArgsFullJson(pod.Build(), nodes);
+  std::string want[2];
+  for (const size_t parallel_bytes : {size_t{0}, size_t{1}}) {
+    TestServer server([&](HttpServerOptions& o) { o.server.parallel_decode_bytes = parallel_bytes; });
+    ASSERT_TRUE(server.init().ok()) << server.init().ToString();
+    for (const char* verb : {"/filter", "/prioritize"}) {
+      const HttpReply reply = Exchange(server.port(), BuildRequest("POST", verb, body));
+      ASSERT_EQ(reply.status, 200) << verb << ": " << reply.body;
+      std::string& expected = want[verb[1] == 'f' ? 0 : 1];
+      if (parallel_bytes == 0) {
+        expected = reply.body;
+      } else {
+        EXPECT_EQ(reply.body, expected) << verb;
+      }
+    }
+  }
+  const json filtered = ParseJson(want[0]);
+  EXPECT_EQ(ItemNames(filtered["Nodes"]), passing);
+  EXPECT_EQ(filtered["Nodes"]["items"][0], ParseJson(nodes[0]));
+  EXPECT_EQ(ParseJson(want[1]).size(), nodes.size());
 }
 
 // server.keepLargeBuffers: with keepBufferBytes far below the fixtures' size,

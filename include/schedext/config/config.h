@@ -85,6 +85,12 @@ struct ServerConfig {
   // its ~150 MB already mapped. Resident memory stays at the peak of one such
   // request however many connections send them; false frees them each time.
   bool keep_large_buffers = true;
+  // Full-mode filter and prioritize bodies of at least this many bytes are
+  // decoded by two threads, the connection's and a helper started for the
+  // request, each taking part of the nodes (a 5,000-node body, 59 MB: 23 ->
+  // 13 ms). 0 turns it off (one thread per request, e.g. under a CPU limit
+  // of one core).
+  size_t parallel_decode_bytes = size_t{4} << 20;
   // The status listener (server.statusListen, "HOST:PORT"): plain HTTP, only
   // GET /healthz, /readyz, /version and /metrics, for kubelet probes and
   // Prometheus, which carry no client certificate. Off (port -1) unless set.

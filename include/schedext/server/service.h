@@ -42,6 +42,8 @@ class LogLimiter;  // src/server/request_log.h
 // Per-worker scratch, reused across requests so that steady-state requests do
 // not allocate.
 struct Scratch {
+  explicit Scratch(const wire::DecoderOptions& decoder_options = {}) : decoder(decoder_options) {}
+
   wire::RequestDecoder decoder;
   wire::ExtenderArgsView args;
   wire::PreemptionArgsView preemption;
