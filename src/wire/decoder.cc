@@ -417,7 +417,7 @@ bool RequestDecoder::Impl::DecodeSplit(const RequestBuffer& body, ExtenderArgsVi
   const size_t tail_size = kTailPrefix.size() + rest.size();
   if (tail_doc_capacity < tail_size + kJsonPadding) {
     tail_doc_capacity = tail_size + kJsonPadding;
-    tail_doc = std::make_unique<char[]>(tail_doc_capacity);
+    tail_doc = std::make_unique_for_overwrite<char[]>(tail_doc_capacity);
   }
   if (tail == nullptr) {
     tail = std::make_unique<Impl>(options);
@@ -426,27 +426,45 @@ bool RequestDecoder::Impl::DecodeSplit(const RequestBuffer& body, ExtenderArgsVi
   std::thread helper;
   try {
     helper = std::thread([&] {
-      char* doc = tail_doc.get();
-      std::memcpy(doc, kTailPrefix.data(), kTailPrefix.size());
-      std::memcpy(doc + kTailPrefix.size(), rest.data(), rest.size());
-      std::memset(doc + tail_size, 0, kJsonPadding);
-      bool names_trailing = false;
-      tail_ok = tail->DecodeArgs(doc, tail_size, tail_doc_capacity, nullptr, tail_args,
-                                 names_trailing) &&
-                tail->pod_keys == 0 && tail->nodes_keys == 1 && tail->items_keys == 1 &&
-                tail_args.mode == NodeMode::kFullNodes;
-      (void)tail->TakeError("ExtenderArgs");  // the whole body's walk reports errors
+      // Whatever goes wrong here (an allocation failing included) leaves the
+      // body to the whole walk, which reports it; nothing may escape a thread.
+      try {
+        char* doc = tail_doc.get();
+        std::memcpy(doc, kTailPrefix.data(), kTailPrefix.size());
+        std::memcpy(doc + kTailPrefix.size(), rest.data(), rest.size());
+        std::memset(doc + tail_size, 0, kJsonPadding);
+        bool names_trailing = false;
+        tail_ok = tail->DecodeArgs(doc, tail_size, tail_doc_capacity, nullptr, tail_args,
+                                   names_trailing) &&
+                  tail->pod_keys == 0 && tail->nodes_keys == 1 && tail->items_keys == 1 &&
+                  tail_args.mode == NodeMode::kFullNodes;
+        (void)tail->TakeError("ExtenderArgs");
+      } catch (...) {
+        tail_ok = false;
+      }
     });
   } catch (const std::system_error&) {
     return false;  // no thread to be had: decode it whole
   }
+  // On every way out, an exception of this thread's walk included: the
+  // helper joined, the cut forgotten.
+  struct Cleanup {
+    Impl& decoder;
+    std::thread& thread;
+    ~Cleanup() {
+      decoder.StopAtNodeEnd(nullptr);
+      if (thread.joinable()) {
+        thread.join();
+      }
+    }
+  } cleanup{*this, helper};
   StopAtNodeEnd(body.data() + cut);
   bool names_trailing = false;
   const bool head_ok = DecodeArgs(body.data(), cut, body.capacity(), nullptr, out, names_trailing) &&
                        node_cut_reached() && out.mode == NodeMode::kFullNodes;
   StopAtNodeEnd(nullptr);
   (void)TakeError("ExtenderArgs");
-  helper.join();
+  helper.join();  // before tail_ok is read
   if (!head_ok || !tail_ok) {
     return false;
   }
