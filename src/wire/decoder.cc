@@ -142,6 +142,14 @@ struct RequestDecoder::Impl : internal::FieldDecoder {
     return nodes.emplace_back();
   }
 
+  // Full mode: the node names are the decoded nodes' names.
+  static void NamesOfNodes(ExtenderArgsView& out) {
+    out.node_names.clear();
+    for (const model::NodeInfo& node : out.nodes) {
+      out.node_names.push_back(node.name);
+    }
+  }
+
   // Shrinks `nodes` to `count`, keeping the removed NodeInfos for reuse.
   void TrimNodes(std::vector<model::NodeInfo>& nodes, size_t count) {
     while (nodes.size() > count) {
@@ -319,10 +327,7 @@ bool RequestDecoder::Impl::DecodeArgs(const char* data, size_t size, size_t capa
   }
   d.TrimNodes(out.nodes, node_count);
   if (nodes_set) {
-    out.node_names.clear();
-    for (const model::NodeInfo& node : out.nodes) {
-      out.node_names.push_back(node.name);
-    }
+    NamesOfNodes(out);
   }
   if (!ok) {
     out.has_pod = false;
@@ -462,7 +467,6 @@ bool RequestDecoder::Impl::DecodeSplit(const RequestBuffer& body, ExtenderArgsVi
   bool names_trailing = false;
   const bool head_ok = DecodeArgs(body.data(), cut, body.capacity(), nullptr, out, names_trailing) &&
                        node_cut_reached() && out.mode == NodeMode::kFullNodes;
-  StopAtNodeEnd(nullptr);
   (void)TakeError("ExtenderArgs");
   helper.join();  // before tail_ok is read
   if (!head_ok || !tail_ok) {
@@ -476,19 +480,9 @@ bool RequestDecoder::Impl::DecodeSplit(const RequestBuffer& body, ExtenderArgsVi
   for (model::NodeInfo& node : tail_args.nodes) {
     node.raw_json = std::string_view(body_begin + (node.raw_json.data() - copy_begin),
                                      node.raw_json.size());
-    if (node_pool.empty()) {
-      out.nodes.emplace_back();
-    } else {
-      out.nodes.push_back(std::move(node_pool.back()));
-      node_pool.pop_back();
-    }
-    std::swap(out.nodes.back(), node);
+    std::swap(NodeAt(out.nodes, out.nodes.size()), node);
   }
-  out.node_names.clear();
-  out.node_names.reserve(out.nodes.size());
-  for (const model::NodeInfo& node : out.nodes) {
-    out.node_names.push_back(node.name);
-  }
+  NamesOfNodes(out);
   return true;
 }
 
