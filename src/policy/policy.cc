@@ -28,6 +28,13 @@ void RequestState::Set(const void* owner, std::unique_ptr<StateData> data) {
   slots_.emplace_back(owner, std::move(data));
 }
 
+void ScoreHook::ScoreNodes(const RequestState& state, const model::PodInfo& pod, NodeSpan nodes,
+                           std::span<int64_t> out) const {
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    out[i] = Score(state, pod, *nodes[i]);
+  }
+}
+
 void ScoreHook::Normalize(const RequestState& /*state*/, std::span<int64_t> scores) const {
   for (int64_t& score : scores) {
     score = std::clamp<int64_t>(score, 0, kMaxNodeScore);

@@ -27,7 +27,8 @@ using policy::Verdict;
 //            Normalize leaves the scores as they are (clamps into [0, 100]).
 //   Raw      {value} scores every node `value` and does not normalise it.
 //   Label and Raw take {failPreScore: true}: PreScore then fails; and
-//            {needsUsage: true}: NeedsNodeUsage (Score counts nodes without usage).
+//            {needsUsage: true}: NeedsNodeUsage (Score counts nodes without usage);
+//            and {countBlocks: true}: ScoreNodes counts its calls and nodes.
 //   Reject2, Label2, Raw2: the same policies under a second name.
 //   Trim     {keep: n} keeps the first n victims; drops nodes labelled "trim-drop".
 //   Nothing  no hooks at all.
@@ -44,7 +45,8 @@ class TestPolicy final : public policy::Policy,
         value_(args.value("value", int64_t{0})),
         keep_(args.value("keep", size_t{1})),
         fail_prescore_(args.value("failPreScore", false)),
-        needs_usage_(args.value("needsUsage", false)) {}
+        needs_usage_(args.value("needsUsage", false)),
+        count_blocks_(args.value("countBlocks", false)) {}
 
   std::string_view Name() const override { return kind_; }
   const FilterHook* AsFilter() const override { return kind_ == "Reject" ? this : nullptr; }
@@ -85,6 +87,14 @@ class TestPolicy final : public policy::Policy,
     }
     return v;
   }
+  void ScoreNodes(const policy::RequestState& state, const PodInfo& pod, policy::NodeSpan nodes,
+                  std::span<int64_t> out) const override {
+    if (count_blocks_) {
+      ++score_blocks;
+      block_nodes += static_cast<int>(nodes.size());
+    }
+    ScoreHook::ScoreNodes(state, pod, nodes, out);
+  }
   void Normalize(const policy::RequestState& state, std::span<int64_t> scores) const override {
     if (kind_ == "Label") {
       ScoreHook::Normalize(state, scores);
@@ -105,6 +115,8 @@ class TestPolicy final : public policy::Policy,
 
   mutable std::atomic<int> filter_calls{0};
   mutable std::atomic<int> scored_without_usage{0};
+  mutable std::atomic<int> score_blocks{0};
+  mutable std::atomic<int> block_nodes{0};
 
  private:
   std::string kind_;
@@ -115,6 +127,7 @@ class TestPolicy final : public policy::Policy,
   size_t keep_;
   bool fail_prescore_;
   bool needs_usage_;
+  bool count_blocks_;
 };
 
 policy::Registry TestRegistry() {
@@ -422,6 +435,93 @@ TEST(ProfileScoreTest, AScorerThatNeedsUsageFailsOnANodeWithoutAsItsPreScoreWoul
     std::vector<int64_t> out;
     EXPECT_EQ(profile->RunScorers(pod, ptrs, scratch, out).message(),
               "policy Label: prescore: no state");
+  }
+}
+
+// Nodes "n0".."n<count-1>" labelled x = i % 101, all with `usage` but
+// `without_usage`; `names` keeps the names alive.
+std::vector<NodeInfo> ManyNodes(size_t count, std::vector<std::string>& names,
+                                const model::NodeUsage* usage, size_t without_usage = ~size_t{0}) {
+  names.clear();
+  names.reserve(2 * count);
+  std::vector<NodeInfo> nodes;
+  for (size_t i = 0; i < count; ++i) {
+    names.push_back("n" + std::to_string(i));
+    const std::string_view name = names.back();
+    names.push_back(std::to_string(i % 101));
+    nodes.push_back(Node(name, {{"x", names.back()}}));
+    nodes.back().usage = i == without_usage ? nullptr : usage;
+  }
+  return nodes;
+}
+
+// The pipeline hands the scorers blocks of nodes: every node is scored once,
+// into its own place, whatever the block boundaries.
+TEST(ProfileScoreTest, ScoresThousandsOfNodesInBlocks) {
+  auto profile = MustBuild(
+      {P("Label", 1, {{"label", "x"}, {"countBlocks", true}}), P("Raw", 1, {{"value", 50}})});
+  ASSERT_NE(profile, nullptr);
+  model::NodeUsage usage;
+  std::vector<std::string> names;
+  const std::vector<NodeInfo> nodes = ManyNodes(1000, names, &usage);
+  auto ptrs = Ptrs(nodes);
+  PodInfo pod;
+  ScoreScratch scratch;
+  std::vector<int64_t> out;
+  ASSERT_TRUE(profile->RunScorers(pod, ptrs, scratch, out).ok());
+  ASSERT_EQ(out.size(), nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    // (min(x, 100) + 50) × 10 / 200, rounded half up.
+    const int64_t x = std::min<int64_t>(static_cast<int64_t>(i % 101), 100);
+    EXPECT_EQ(out[i], ((x + 50) * 10 * 2 + 200) / 400) << "node " << i;
+  }
+  const auto* label = dynamic_cast<const TestPolicy*>(profile->policies()[0].get());
+  ASSERT_NE(label, nullptr);
+  EXPECT_EQ(label->block_nodes, 1000);
+  EXPECT_GT(label->score_blocks, 1);
+  EXPECT_LT(label->score_blocks, 1000);
+}
+
+// A node without usage deep inside a block: the scorers before the one that
+// needs usage still score every node to the end (their errors come first),
+// and that one never sees the node.
+TEST(ProfileScoreTest, ANodeWithoutUsageMidBlockStopsOnlyTheScorersThatNeedIt) {
+  model::NodeUsage usage;
+  std::vector<std::string> names;
+  const std::vector<NodeInfo> nodes = ManyNodes(300, names, &usage, 150);
+  auto ptrs = Ptrs(nodes);
+  PodInfo pod;
+  {
+    auto profile = MustBuild(
+        {P("Raw", 1, {{"value", 3}}), P("Label", 1, {{"label", "x"}, {"needsUsage", true}})});
+    ASSERT_NE(profile, nullptr);
+    ScoreScratch scratch;
+    std::vector<int64_t> out;
+    EXPECT_EQ(profile->RunScorers(pod, ptrs, scratch, out),
+              InternalError("policy Label: prescore: needs the cluster cache (no Kubernetes API "
+                            "connection): node \"n150\" has no pod usage"));
+    const auto* label = dynamic_cast<const TestPolicy*>(profile->policies()[1].get());
+    ASSERT_NE(label, nullptr);
+    EXPECT_EQ(label->scored_without_usage, 0);
+  }
+  {
+    // Label before the scorer that needs usage scores every node to the end,
+    // normalised in its row; Raw (needs usage) stops before n150.
+    auto profile = MustBuild(
+        {P("Label", 1, {{"label", "x"}}), P("Raw", 1, {{"value", 7}, {"needsUsage", true}})});
+    ASSERT_NE(profile, nullptr);
+    ScoreScratch scratch;
+    std::vector<int64_t> out;
+    const Status s = profile->RunScorers(pod, ptrs, scratch, out);
+    EXPECT_NE(s.message().find("policy Raw: prescore: needs the cluster cache"), std::string::npos)
+        << s.message();
+    ASSERT_EQ(scratch.raw.size(), 2 * nodes.size());
+    const size_t n = nodes.size();
+    EXPECT_EQ(scratch.raw[150], 150 % 101);
+    EXPECT_EQ(scratch.raw[299], 299 % 101);
+    EXPECT_EQ(scratch.raw[n + 149], 7);
+    EXPECT_EQ(scratch.raw[n + 150], 0);
+    EXPECT_EQ(scratch.raw[n + 299], 0);
   }
 }
 

@@ -63,10 +63,15 @@ std::vector<int64_t> ScoreNodes(const Policy& policy, const model::PodInfo& pod,
   RequestState state;
   Status status = scorer->PreScore(state, pod, pointers);
   EXPECT_TRUE(status.ok()) << status.ToString();
-  std::vector<int64_t> scores;
+  // The pipeline's path: the whole block in one ScoreNodes call. Explain's
+  // node-by-node Score must give the same raw scores.
+  std::vector<int64_t> scores(nodes.size(), -1);
+  scorer->ScoreNodes(state, pod, pointers, scores);
+  std::vector<int64_t> one_by_one;
   for (const model::NodeInfo& node : nodes) {
-    scores.push_back(scorer->Score(state, pod, node));
+    one_by_one.push_back(scorer->Score(state, pod, node));
   }
+  EXPECT_EQ(scores, one_by_one);
   scorer->Normalize(state, scores);
   return scores;
 }

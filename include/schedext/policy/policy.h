@@ -56,6 +56,14 @@ class ScoreHook {
   // Raw score of one node; any int64.
   virtual int64_t Score(const RequestState& state, const model::PodInfo& pod,
                         const model::NodeInfo& node) const = 0;
+  // Raw scores of a block of nodes: out[i] = Score(state, pod, *nodes[i]),
+  // out.size() == nodes.size(). The pipeline scores through this, a block of
+  // a few dozen nodes at a time; the default calls Score per node. Override
+  // it when the per-request part of Score (state lookup, dispatch on the
+  // configuration) costs as much as the per-node arithmetic; the answers
+  // must stay Score's, which explain still asks node by node.
+  virtual void ScoreNodes(const RequestState& state, const model::PodInfo& pod, NodeSpan nodes,
+                          std::span<int64_t> out) const;
   // True when Score reads node.usage, which nodes have only with the cluster
   // cache (not in full mode without a Kubernetes API connection). The
   // pipeline then fails the request as if this PreScore had failed, with

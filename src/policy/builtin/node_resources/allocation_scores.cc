@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -139,34 +140,55 @@ class AllocationScorer final : public Policy, public ScoreHook {
 
   int64_t Score(const RequestState& state, const model::PodInfo& pod,
                 const model::NodeInfo& node) const override {
-    if (node.usage == nullptr) {
-      return 0;  // unreachable through the pipeline (NeedsNodeUsage)
-    }
+    const model::NodeInfo* one[] = {&node};
+    int64_t score = 0;
+    ScoreNodes(state, pod, one, std::span<int64_t>(&score, 1));
+    return score;
+  }
+
+  // The one implementation of Score: the state lookup and the dispatch on
+  // the strategy once per block, the formula inlined into each node's loop.
+  void ScoreNodes(const RequestState& state, const model::PodInfo& pod, NodeSpan nodes,
+                  std::span<int64_t> out) const override {
     const PodRequests* requests = state.GetAs<PodRequests>(this);
-    const ResourceSummary summary = summaries_.Of(node);
     switch (strategy_) {
       case Strategy::kLeastAllocated:
-        return WeightedMean(
-            requests, pod, node, summary, [](int64_t requested, int64_t allocatable) {
-              return requested > allocatable
-                         ? 0
-                         : MulDiv(allocatable - requested, kMaxNodeScore, allocatable);
-            });
+        return ScoreEach(nodes, out, [&](const model::NodeInfo& node, const ResourceSummary& s) {
+          return WeightedMean(requests, pod, node, s, [](int64_t requested, int64_t allocatable) {
+            return requested > allocatable
+                       ? 0
+                       : MulDiv(allocatable - requested, kMaxNodeScore, allocatable);
+          });
+        });
       case Strategy::kMostAllocated:
         // `requested` may exceed `allocatable` because of the scoring defaults.
-        return WeightedMean(
-            requests, pod, node, summary, [](int64_t requested, int64_t allocatable) {
-              return MulDiv(std::min(requested, allocatable), kMaxNodeScore, allocatable);
-            });
+        return ScoreEach(nodes, out, [&](const model::NodeInfo& node, const ResourceSummary& s) {
+          return WeightedMean(requests, pod, node, s, [](int64_t requested, int64_t allocatable) {
+            return MulDiv(std::min(requested, allocatable), kMaxNodeScore, allocatable);
+          });
+        });
       case Strategy::kRequestedToCapacityRatio:
-        return RatioScore(requests, pod, node, summary);
+        return ScoreEach(nodes, out, [&](const model::NodeInfo& node, const ResourceSummary& s) {
+          return RatioScore(requests, pod, node, s);
+        });
       case Strategy::kBalancedAllocation:
-        return BalancedScore(requests, pod, node, summary);
+        return ScoreEach(nodes, out, [&](const model::NodeInfo& node, const ResourceSummary& s) {
+          return BalancedScore(requests, pod, node, s);
+        });
     }
-    return 0;
   }
 
  private:
+  // out[i] = node_score(*nodes[i], its summary); 0 for a node without usage,
+  // which the pipeline never passes (NeedsNodeUsage).
+  template <typename NodeScore>
+  void ScoreEach(NodeSpan nodes, std::span<int64_t> out, NodeScore node_score) const {
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const model::NodeInfo& node = *nodes[i];
+      out[i] = node.usage == nullptr ? 0 : node_score(node, summaries_.Of(node));
+    }
+  }
+
   // The pod's request of `resource` (calculatePodResourceRequest).
   int64_t PodRequest(const model::PodInfo& pod, const ScoredResource& resource) const {
     const model::ResourceList& cpu_memory = use_requested_ ? pod.requests : pod.scoring_requests;
