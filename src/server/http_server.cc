@@ -178,6 +178,33 @@ HttpServer::HttpServer(const ExtenderService& service, Metrics* metrics,
 
 HttpServer::~HttpServer() = default;
 
+namespace {
+
+// Runs `ioc` until it stops or runs out of work. With `spin` > 0, after each
+// handler the thread keeps polling its sockets (epoll_wait without a
+// timeout) for `spin` before it sleeps: a keep-alive client's next request
+// usually comes within a few hundred microseconds, and on a VM a vCPU that
+// went idle waits, now and then, milliseconds for the host to run it again
+// (docs/benchmarks.md, issue 15's p99). The cost is that much CPU after
+// each request.
+void RunIoThread(net::io_context& ioc, std::chrono::microseconds spin) {
+  if (spin.count() <= 0) {
+    ioc.run();
+    return;
+  }
+  using Clock = std::chrono::steady_clock;
+  while (ioc.run_one() > 0) {
+    auto until = Clock::now() + spin;
+    while (!ioc.stopped() && Clock::now() < until) {
+      if (ioc.poll() > 0) {
+        until = Clock::now() + spin;
+      }
+    }
+  }
+}
+
+}  // namespace
+
 Status HttpServer::Bind() {
   const config::ServerConfig& c = impl_->options.server;
   if (c.tls.enabled()) {
@@ -218,10 +245,11 @@ Status HttpServer::Serve() {
     }
   }
   std::vector<std::thread> extra;
+  const std::chrono::microseconds spin(impl_->options.server.io_spin_micros);
   for (size_t i = 1; i < impl_->iocs.size(); ++i) {
-    extra.emplace_back([ioc = impl_->iocs[i].get()] { ioc->run(); });
+    extra.emplace_back([ioc = impl_->iocs[i].get(), spin] { RunIoThread(*ioc, spin); });
   }
-  impl_->accept_ioc().run();
+  RunIoThread(impl_->accept_ioc(), spin);
   for (std::thread& t : extra) {
     t.join();
   }

@@ -83,6 +83,7 @@ server:
   keepBufferBytes: 268435456
   keepLargeBuffers: false
   parallelDecodeBytes: 0
+  ioSpinMicros: 400
   statusListen: "127.0.0.1:9090"
   tls:
     certFile: /etc/tls/tls.crt
@@ -126,6 +127,7 @@ profiles:
   EXPECT_EQ(c.server.keep_buffer_bytes, size_t{268435456});
   EXPECT_FALSE(c.server.keep_large_buffers);
   EXPECT_EQ(c.server.parallel_decode_bytes, 0u);
+  EXPECT_EQ(c.server.io_spin_micros, 400);
   EXPECT_EQ(c.server.status_host, "127.0.0.1");
   EXPECT_EQ(c.server.status_port, 9090);
   EXPECT_TRUE(c.server.tls.enabled());
@@ -175,6 +177,7 @@ TEST(ConfigTest, AppliesDefaults) {
   EXPECT_EQ(got->server.keep_buffer_bytes, size_t{1} << 20);
   EXPECT_TRUE(got->server.keep_large_buffers);
   EXPECT_EQ(got->server.parallel_decode_bytes, size_t{4} << 20);
+  EXPECT_EQ(got->server.io_spin_micros, 0);
   EXPECT_EQ(got->log.level, "info");
   EXPECT_EQ(got->log.format, "text");
   EXPECT_EQ(got->default_profile, "default");  // the first profile
@@ -218,7 +221,7 @@ TEST(ConfigTest, RejectsUnknownFields) {
        "maxHeaderBytes, maxBodyBytes, headerTimeoutSeconds, bodyTimeoutSeconds, "
        "readTimeoutSeconds, writeTimeoutSeconds, keepAliveTimeoutSeconds, keepAliveMaxCount, "
        "bindThreads, maxPendingBinds, shutdownGraceSeconds, keepBufferBytes, keepLargeBuffers, "
-       "parallelDecodeBytes, statusListen, tls, record)"},
+       "parallelDecodeBytes, ioSpinMicros, statusListen, tls, record)"},
       {"tls", "server:\n  tls:\n    caFile: x\n" + p,
        "config.yaml:3:5: server.tls.caFile: unknown field (known: certFile, keyFile, "
        "clientCAFile)"},
@@ -249,6 +252,10 @@ TEST(ConfigTest, RejectsBadValues) {
        "config.yaml:2:12: server.threads: must be an integer from 0 (one per core) to 1024"},
       {"parallelDecodeBytes negative", "server:\n  parallelDecodeBytes: -1\n" + p,
        "config.yaml:2:24: server.parallelDecodeBytes: must be a non-negative integer (0: off)"},
+      {"ioSpinMicros too long", "server:\n  ioSpinMicros: 10001\n" + p,
+       "config.yaml:2:17: server.ioSpinMicros: must be an integer from 0 to 10000"},
+      {"ioSpinMicros negative", "server:\n  ioSpinMicros: -5\n" + p,
+       "config.yaml:2:17: server.ioSpinMicros: must be an integer from 0 to 10000"},
       {"maxConnections zero", "server:\n  maxConnections: 0\n" + p,
        "config.yaml:2:19: server.maxConnections: must be an integer from 1 to 1000000"},
       {"maxHeaderBytes small", "server:\n  maxHeaderBytes: 100\n" + p,

@@ -777,5 +777,32 @@ TEST(HttpAbuseTest, DrainEndsServeWithMoreIoThreadsThanConnections) {
   EXPECT_TRUE(server.Stop(milliseconds(5000)));
 }
 
+// server.ioSpinMicros: the I/O threads poll between requests instead of
+// sleeping. Requests on keep-alive connections still get their exact replies
+// (every handler runs, none twice), and the drain still closes the idle
+// connection and ends Serve() while the threads spin.
+TEST(HttpAbuseTest, SpinningIoThreadsServeAndDrain) {
+  QuietLog quiet;
+  Server server([](HttpServerOptions& o) { o.server.io_spin_micros = 10000; });
+  ASSERT_TRUE(server.init().ok()) << server.init().ToString();
+  std::array<RawConnection, 3> connections;
+  for (RawConnection& c : connections) {
+    ASSERT_TRUE(c.Connect(server.port())) << c.error();
+  }
+  for (int i = 0; i < 20; ++i) {
+    for (RawConnection& c : connections) {
+      EXPECT_TRUE(Filter3Passed(SendAndRead(c, BuildRequest("POST", "/filter", Filter3()))));
+    }
+  }
+  const HttpReply bad = SendAndRead(connections[0], BuildRequest("POST", "/filter", "{"));
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  connections[2].Close();
+  server.StartStop();
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(connections[i].PeerClosedWithin(5000)) << "idle connection " << i << " not closed";
+  }
+  EXPECT_TRUE(server.Stop(milliseconds(5000)));
+}
+
 }  // namespace
 }  // namespace schedext::server

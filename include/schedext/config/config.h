@@ -91,6 +91,13 @@ struct ServerConfig {
   // 13 ms). 0 turns it off (one thread per request, e.g. under a CPU limit
   // of one core).
   size_t parallel_decode_bytes = size_t{4} << 20;
+  // After handling anything, an I/O thread keeps polling its sockets this
+  // long (microseconds) before it sleeps in epoll_wait, so a keep-alive
+  // client's next request finds it running. Trades that much CPU per request
+  // for the tail latency of a VM whose idle vCPUs are slow to wake
+  // (docs/benchmarks.md). 0 (the default): sleep at once. Not with a CPU
+  // limit: the spinning counts against it.
+  int io_spin_micros = 0;
   // The status listener (server.statusListen, "HOST:PORT"): plain HTTP, only
   // GET /healthz, /readyz, /version and /metrics, for kubelet probes and
   // Prometheus, which carry no client certificate. Off (port -1) unless set.
