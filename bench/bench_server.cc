@@ -4,8 +4,11 @@
 // HTTP before the cluster cache (issue 3) exists. Benchmark use only.
 //
 //   schedext-bench-server --listen 127.0.0.1:PORT --directory full-N.json
+//                         [--io-spin-micros N]   (server.ioSpinMicros)
 #include <signal.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -21,16 +24,20 @@
 int main(int argc, char** argv) {
   std::string listen;
   std::string directory_file;
+  int io_spin_micros = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string arg = argv[i];
     if (arg == "--listen") {
       listen = argv[i + 1];
     } else if (arg == "--directory") {
       directory_file = argv[i + 1];
+    } else if (arg == "--io-spin-micros") {
+      io_spin_micros = std::atoi(argv[i + 1]);
     }
   }
   if (listen.rfind("127.0.0.1:", 0) != 0 || directory_file.empty()) {
-    std::cerr << "usage: schedext-bench-server --listen 127.0.0.1:PORT --directory full-N.json\n";
+    std::cerr << "usage: schedext-bench-server --listen 127.0.0.1:PORT --directory full-N.json\n"
+                 "                             [--io-spin-micros N]\n";
     return 2;
   }
   std::ifstream in(directory_file, std::ios::binary);
@@ -62,6 +69,7 @@ int main(int argc, char** argv) {
   schedext::server::ExtenderService service(profiles, 0, directory.cache(), nullptr, &metrics);
   schedext::server::HttpServerOptions options;
   options.server = server_config;
+  options.server.io_spin_micros = std::clamp(io_spin_micros, 0, 10000);
   options.version = "bench";
   schedext::server::HttpServer server(service, &metrics, options);
   if (auto s = server.Bind(); !s.ok()) {
