@@ -58,6 +58,66 @@ inline unsigned EscapeMask16(const char* p) {
   }
   return static_cast<unsigned>(_mm_movemask_epi8(flagged));
 }
+
+// Over the 64 bytes at `p`: bit k of `quotes` set when byte k is '"', of
+// `other` when it is '\\', a control byte or (with kNonAscii) 0x80 or above.
+struct Masks64 {
+  uint64_t quotes = 0;
+  uint64_t other = 0;
+};
+template <bool kNonAscii>
+inline Masks64 ScanMasks64(const char* p) {
+  const __m128i max_control = _mm_set1_epi8(0x1f);
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  Masks64 m;
+  for (int k = 0; k < 4; ++k) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+    __m128i other = _mm_or_si128(_mm_cmpeq_epi8(v, backslash),
+                                 _mm_cmpeq_epi8(_mm_max_epu8(v, max_control), max_control));
+    if constexpr (kNonAscii) {
+      other = _mm_or_si128(other, v);  // the high bit is what movemask reads
+    }
+    m.quotes |= static_cast<uint64_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote))) << (16 * k);
+    m.other |= static_cast<uint64_t>(_mm_movemask_epi8(other)) << (16 * k);
+  }
+  return m;
+}
+
+// Reads elements of a string array in the compact form Go's encoder writes
+// ("a","b",...) from the opening quote at `p`: every one that is plain and
+// followed by `,"`. Returns the opening quote of the first element it did
+// not read (`p` when none), for the general loop to go on from; never reads
+// the last element. 64 bytes per step, each byte looked at once: a 5,000-name
+// body is ~3,600 steps and one bit per quote, where a search per name costs
+// a few 16-byte steps and a mispredicted exit.
+template <bool kNonAscii>
+const char* ScanCompactStrings(const char* p, const char* end,
+                               std::vector<std::string_view>& out) {
+  const char* open = p;  // the opening quote of the element being read
+  for (const char* block = p; end - block >= 64; block += 64) {
+    const Masks64 m = ScanMasks64<kNonAscii>(block);
+    // Only the quotes before the first other byte: nothing from it on is read
+    // here, whether it sits in a string or after the array.
+    uint64_t quotes = m.other == 0 ? m.quotes : m.quotes & ((m.other & (0 - m.other)) - 1);
+    for (; quotes != 0; quotes &= quotes - 1) {
+      const char* at = block + std::countr_zero(quotes);
+      if (at == open) {
+        continue;
+      }
+      // The first quote after `open` closes the element.
+      if (end - at < 3 || at[1] != ',' || at[2] != '"') {
+        return open;
+      }
+      out.emplace_back(open + 1, static_cast<size_t>(at - open - 1));
+      open = at + 2;
+    }
+    if (m.other != 0) {
+      return open;
+    }
+  }
+  return open;
+}
 #endif
 
 // Index of the first byte of `text` that needs escaping, or text.size().
@@ -133,6 +193,9 @@ const char* ScanPlainStringArray(const char* open_bracket, const char* end,
     return p + 1;
   }
   while (p < end && *p == '"') {
+#if defined(__SSE2__)
+    p = ScanCompactStrings<kNonAscii>(p, end, out);
+#endif
     const char* text = p + 1;
     const size_t length =
         FirstEscape<kNonAscii>(std::string_view(text, static_cast<size_t>(end - text)));
