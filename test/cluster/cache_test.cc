@@ -712,6 +712,53 @@ TEST(CacheTest, FlatPersistentMapKeepsKeysWhoseHashesCollide) {
   CheckMapAgainstModel<Flat, LowBitsAgree>(8, 1500, 5000);
 }
 
+TEST(CacheTest, FlatPersistentMapTellsApartKeysThatDifferInOneByte) {
+  // Every key has the same hash, so each lookup compares its key with the
+  // stored ones until the right one: keys of every length around the
+  // compare's 8- and 16-byte steps, differing in one byte at each position,
+  // or only in length.
+  struct Item {
+    std::string key;
+    int value;
+  };
+  struct KeyOf {
+    std::string_view operator()(const Item& i) const { return i.key; }
+  };
+  struct OneHash {
+    uint64_t operator()(std::string_view) const { return 12345; }
+  };
+  using Map = internal::FlatPersistentMap<Item, KeyOf, OneHash>;
+  for (size_t length = 0; length <= 70; ++length) {
+    std::string base;
+    for (size_t i = 0; i < length; ++i) {
+      base.push_back(static_cast<char>('a' + i % 26));
+    }
+    std::vector<std::string> keys = {base, base + "z"};
+    for (size_t at = 0; at < length; ++at) {
+      keys.push_back(base);
+      keys.back()[at] = '#';
+    }
+    Map map;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      map = map.Set(std::make_shared<const Item>(Item{keys[i], static_cast<int>(i)}));
+    }
+    ASSERT_EQ(map.size(), keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const auto* found = map.Find(keys[i]);
+      ASSERT_NE(found, nullptr) << keys[i];
+      EXPECT_EQ((*found)->value, static_cast<int>(i)) << keys[i];
+    }
+    for (size_t at = 0; at < length; ++at) {
+      std::string absent = base;
+      absent[at] = '%';
+      EXPECT_EQ(map.Find(absent), nullptr) << absent;
+    }
+    if (length > 0) {
+      EXPECT_EQ(map.Find(base.substr(1)), nullptr);
+    }
+  }
+}
+
 TEST(CacheTest, FlatPersistentMapSharesUntouchedBlocks) {
   struct Item {
     std::string key;
