@@ -11,12 +11,17 @@
 // servers' /proc counters (CPU, page faults, context switches) and the
 // machine's /proc/stat (busy, steal) so a slow round can be told apart from a
 // busy machine. --trace-seconds adds per-window time series for part 3.
+// --cpu-split puts the control plane (etcd, kube-apiserver) and the churn
+// writers on one half of the CPUs and schedext, the Go floor and the clients
+// on the other, as production places them (the API server on the control
+// plane's machines, not on the extender's cores); without it every process
+// shares every CPU, which on a 2-vCPU box is the test rig's contention.
 //
 //   schedext-prod-bench --schedext BIN --config bench/prod-profiles.yaml --out DIR
 //       [--go-baseline BIN] [--nodes 5000] [--pods-per-node 2] [--rounds 3]
 //       [--requests 300] [--go-requests 60] [--churn-rate 60] [--full 5000,15000]
 //       [--profiles default,resources,gpushare,labels] [--gpu-profiles gpushare]
-//       [--trace-seconds 0] [--trace-profiles default,gpushare] [--smoke]
+//       [--trace-seconds 0] [--trace-profiles default,gpushare] [--cpu-split] [--smoke]
 //
 // Writes DIR/runs.txt (one key=value line per run), DIR/summary.md (tables),
 // DIR/trace-*.txt and the children's logs. Loopback only; every wait and loop
@@ -30,6 +35,7 @@
 #include <httplib.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -99,6 +105,7 @@ struct Options {
   // filter and prioritize of --trace-profiles.
   std::vector<std::pair<std::string, std::string>> variants;
   bool smoke = false;
+  bool cpu_split = false;
   uint64_t seed = 1;
 };
 
@@ -107,6 +114,7 @@ constexpr std::string_view kUsage =
     "  [--nodes N] [--pods-per-node K] [--rounds R] [--requests Q] [--go-requests Q]\n"
     "  [--churn-rate WRITES_PER_S] [--full N,N|none] [--profiles a,b] [--gpu-profiles a,b]\n"
     "  [--trace-seconds S] [--trace-profiles a,b] [--create-threads T] [--seed S] [--smoke]\n"
+    "  [--cpu-split]\n"
     "  [--variants NAME=CONFIG[@SCHEDEXT_BIN],...]\n";
 
 std::vector<std::string> SplitList(const std::string& s) {
@@ -124,6 +132,10 @@ bool ParseOptions(int argc, char** argv, Options& o) {
     const std::string_view arg = argv[i];
     if (arg == "--smoke") {
       o.smoke = true;
+      continue;
+    }
+    if (arg == "--cpu-split") {
+      o.cpu_split = true;
       continue;
     }
     if (i + 1 >= argc) {
@@ -189,6 +201,63 @@ bool ParseOptions(int argc, char** argv, Options& o) {
     o.trace_seconds = 0;
   }
   return !o.schedext.empty() && !o.config.empty() && !o.out.empty() && o.nodes > 0;
+}
+
+// ---- --cpu-split ---------------------------------------------------------------
+
+// The CPUs this process may use, halved: the control plane's side (the last
+// ones) and the serving side. Both empty with one CPU.
+struct CpuSplit {
+  std::vector<int> control;
+  std::vector<int> serving;
+};
+
+CpuSplit SplitCpus() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return {};
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  }
+  if (cpus.size() < 2) return {};
+  const size_t serving = (cpus.size() + 1) / 2;
+  return {{cpus.begin() + static_cast<std::ptrdiff_t>(serving), cpus.end()},
+          {cpus.begin(), cpus.begin() + static_cast<std::ptrdiff_t>(serving)}};
+}
+
+// Restricts the calling thread, and the threads and children it starts from
+// now on (they inherit its mask), to `cpus`; nothing when empty.
+bool PinThisThread(const std::vector<int>& cpus) {
+  if (cpus.empty()) return true;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) CPU_SET(c, &set);
+  return sched_setaffinity(0, sizeof(set), &set) == 0;
+}
+
+// Every thread of process `pid` (0: this one) to `cpus`; nothing when empty.
+// Threads started later inherit the mask of the thread that starts them.
+void PinProcess(pid_t pid, const std::vector<int>& cpus) {
+  if (cpus.empty() || pid < 0) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) CPU_SET(c, &set);
+  const std::string dir = pid == 0 ? "/proc/self/task" : "/proc/" + std::to_string(pid) + "/task";
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator(dir, ec)) {
+    const pid_t tid = static_cast<pid_t>(std::atoi(task.path().filename().c_str()));
+    if (tid > 0) sched_setaffinity(tid, sizeof(set), &set);
+  }
+}
+
+std::string CpuList(const std::vector<int>& cpus) {
+  std::string out;
+  for (int c : cpus) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(c);
+  }
+  return out;
 }
 
 // ---- /proc counters -------------------------------------------------------------
@@ -696,8 +765,12 @@ class Churn {
  public:
   static constexpr int kWriters = 4;
 
-  Churn(const ControlPlane& cp, const std::vector<std::string>& nodes, size_t pods, double rate)
-      : cp_(cp), nodes_(nodes), pods_(pods), rate_(rate) {}
+  // `cpus`: where the writers run (--cpu-split: the control plane's side, as
+  // the kubelets and controllers writing these objects are not on the
+  // extender's cores); empty: anywhere.
+  Churn(const ControlPlane& cp, const std::vector<std::string>& nodes, size_t pods, double rate,
+        std::vector<int> cpus)
+      : cp_(cp), nodes_(nodes), pods_(pods), rate_(rate), cpus_(std::move(cpus)) {}
   ~Churn() { Stop(); }
 
   void Start() {
@@ -729,6 +802,7 @@ class Churn {
   };
 
   void Loop(int t) {
+    PinThisThread(cpus_);
     auto c = AdminClient(cp_);
     Writer& w = writers_[t];
     const auto start = Clock::now();
@@ -787,6 +861,7 @@ class Churn {
   const std::vector<std::string>& nodes_;
   const size_t pods_;
   const double rate_;
+  const std::vector<int> cpus_;
   std::vector<std::thread> threads_;
   Writer writers_[kWriters];
   Clock::time_point started_;
@@ -947,10 +1022,34 @@ int main(int argc, char** argv) {
   // on every node.
   cpo.apiserver_flags = {"--disable-admission-plugins=TaintNodesByCondition"};
   cpo.start_timeout = std::chrono::seconds(120);
+  // etcd and kube-apiserver inherit the mask of the thread that forks them.
+  const CpuSplit split = o.cpu_split ? SplitCpus() : CpuSplit{};
+  if (o.cpu_split && split.control.empty()) {
+    log("--cpu-split: only one CPU, nothing split");
+  }
+  if (!PinThisThread(split.control)) {
+    std::cerr << "schedext-prod-bench: sched_setaffinity: " << std::strerror(errno) << "\n";
+    return 1;
+  }
   ControlPlane cp(*binaries, cpo);
   if (auto s = cp.Start(); !s.ok()) {
     std::cerr << "schedext-prod-bench: control plane: " << s.message() << "\n";
     return 1;
+  }
+  // From here on this thread, the clients it starts and its children
+  // (schedext, the Go floor) run on the serving side.
+  if (!PinThisThread(split.serving)) {
+    std::cerr << "schedext-prod-bench: sched_setaffinity: " << std::strerror(errno) << "\n";
+    return 1;
+  }
+  if (!split.control.empty()) {
+    const std::string l = "CPUs split (--cpu-split) for the names-mode rounds and time series: "
+                          "etcd, kube-apiserver and the churn writers on CPU " +
+                          CpuList(split.control) + "; schedext, the Go floor and the clients on " +
+                          CpuList(split.serving) + " (full mode: schedext, the Go floor and the "
+                          "client on every CPU, as its decode uses two threads)";
+    log(l);
+    notes << "* " << l << "\n";
   }
   const auto t_create = Clock::now();
   {
@@ -1085,7 +1184,7 @@ int main(int argc, char** argv) {
     runs.push_back(std::move(r));
   };
 
-  Churn churn(cp, names, o.nodes * o.pods_per_node, o.churn_rate);
+  Churn churn(cp, names, o.nodes * o.pods_per_node, o.churn_rate, split.control);
   std::ostringstream churn_note;
   for (const std::string condition : {"idle", "churn"}) {
     if (condition == "churn") {
@@ -1137,6 +1236,9 @@ int main(int argc, char** argv) {
 
   // Full mode: the nodes in the body (default profile; the cache still
   // supplies usage for the nodes it knows).
+  std::vector<int> every_cpu = split.serving;
+  every_cpu.insert(every_cpu.end(), split.control.begin(), split.control.end());
+  for (const pid_t pid : {sx, go, pid_t{0}}) PinProcess(pid, every_cpu);
   for (size_t n : o.full) {
     const std::string fbody =
         set.Body(n, schedext::bench::Mode::kFull, schedext::bench::Verb::kFilter);
@@ -1179,6 +1281,7 @@ int main(int argc, char** argv) {
     log("full mode " + std::to_string(n) + " done");
   }
   uptime("full mode end");
+  for (const pid_t pid : {sx, go, pid_t{0}}) PinProcess(pid, split.serving);
 
   // Variants: other configurations of the same binary, on the same cache
   // contents, alternating with the main one (order rotating per round).
