@@ -226,13 +226,18 @@ CpuSplit SplitCpus() {
           {cpus.begin(), cpus.begin() + static_cast<std::ptrdiff_t>(serving)}};
 }
 
+cpu_set_t CpuSetOf(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) CPU_SET(c, &set);
+  return set;
+}
+
 // Restricts the calling thread, and the threads and children it starts from
 // now on (they inherit its mask), to `cpus`; nothing when empty.
 bool PinThisThread(const std::vector<int>& cpus) {
   if (cpus.empty()) return true;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (int c : cpus) CPU_SET(c, &set);
+  const cpu_set_t set = CpuSetOf(cpus);
   return sched_setaffinity(0, sizeof(set), &set) == 0;
 }
 
@@ -240,9 +245,7 @@ bool PinThisThread(const std::vector<int>& cpus) {
 // Threads started later inherit the mask of the thread that starts them.
 void PinProcess(pid_t pid, const std::vector<int>& cpus) {
   if (cpus.empty() || pid < 0) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (int c : cpus) CPU_SET(c, &set);
+  const cpu_set_t set = CpuSetOf(cpus);
   const std::string dir = pid == 0 ? "/proc/self/task" : "/proc/" + std::to_string(pid) + "/task";
   std::error_code ec;
   for (const auto& task : std::filesystem::directory_iterator(dir, ec)) {
@@ -322,6 +325,35 @@ ProcSample SampleProcess(pid_t pid) {
     if (line.rfind("VmRSS:", 0) == 0) s.rss_kb = std::strtoull(line.c_str() + 6, nullptr, 10);
   }
   return s;
+}
+
+// Waits (at most `limit`) until process `pid` has been nearly idle (under 1 %
+// of a CPU) for `quiet`; false when it never was. The servers take turns, and
+// what one does after its run (the Go floor's garbage collector and scavenger
+// sweeping the garbage of 60 decoded 5,000-name bodies) must not share a CPU
+// with the other's run: with --cpu-split both sit on the same one, and before
+// this wait those slices (up to 10 ms, `perf record -e sched:sched_switch`)
+// were where schedext's p99 of 3-5 ms came from. Nothing when pid <= 0.
+bool WaitQuiet(pid_t pid, std::chrono::milliseconds quiet = std::chrono::milliseconds(20),
+               std::chrono::milliseconds limit = std::chrono::milliseconds(2000)) {
+  if (pid <= 0) return true;
+  constexpr auto kStep = std::chrono::milliseconds(5);
+  const auto deadline = Clock::now() + limit;
+  double window_start_cpu = SampleProcess(pid).cpu_s;
+  auto window_start = Clock::now();
+  while (Clock::now() < deadline) {
+    std::this_thread::sleep_for(kStep);
+    const double cpu = SampleProcess(pid).cpu_s;
+    const auto now = Clock::now();
+    const double elapsed = std::chrono::duration<double>(now - window_start).count();
+    if (cpu - window_start_cpu > 0.01 * elapsed) {
+      window_start_cpu = cpu;  // busy: the quiet window starts over
+      window_start = now;
+    } else if (now - window_start >= quiet) {
+      return true;
+    }
+  }
+  return false;
 }
 
 // The machine's CPU time from /proc/stat, in seconds summed over CPUs.
@@ -1045,7 +1077,7 @@ int main(int argc, char** argv) {
   if (!split.control.empty()) {
     const std::string l = "CPUs split (--cpu-split) for the names-mode rounds and time series: "
                           "etcd, kube-apiserver and the churn writers on CPU " +
-                          CpuList(split.control) + "; schedext, the Go floor and the clients on " +
+                          CpuList(split.control) + "; schedext, the Go floor and the clients on CPU " +
                           CpuList(split.serving) + " (full mode: schedext, the Go floor and the "
                           "client on every CPU, as its decode uses two threads)";
     log(l);
@@ -1200,11 +1232,13 @@ int main(int argc, char** argv) {
           const std::string& body = body_of(profile);
           const std::string sreq = PostRequest(port, path, body);
           auto run_schedext = [&] {
+            WaitQuiet(go);
             record(Measure(port, sx, sreq, 3, o.requests, 30), condition, round, profile, verb,
                    "schedext", o.nodes);
           };
           auto run_go = [&] {
             if (go < 0) return;
+            WaitQuiet(sx);
             record(
                 Measure(go_port, go, PostRequest(go_port, "/" + verb, body), 2, o.go_requests, 30),
                 condition, round, profile, verb, "go", o.nodes);
@@ -1260,12 +1294,14 @@ int main(int argc, char** argv) {
       }
       for (int round = 1; round <= o.rounds; ++round) {
         auto run_schedext = [&] {
+          WaitQuiet(go);
           record(Measure(port, sx, PostRequest(port, "/" + profile + "/" + verb, fbody), 1, sreqs,
                          120),
                  "full", round, profile, verb, "schedext", n);
         };
         auto run_go = [&] {
           if (go < 0) return;
+          WaitQuiet(sx);
           record(Measure(go_port, go, PostRequest(go_port, "/" + verb, fbody), 1, greqs, 120),
                  "full", round, profile, verb, "go", n);
         };
@@ -1320,6 +1356,9 @@ int main(int argc, char** argv) {
         for (const std::string verb : {"filter", "prioritize"}) {
           for (size_t k = 0; k < servers.size(); ++k) {
             const Server& v = servers[(k + static_cast<size_t>(round)) % servers.size()];
+            for (const Server& other : servers) {
+              if (other.pid != v.pid) WaitQuiet(other.pid);
+            }
             record(Measure(v.port, v.pid,
                            PostRequest(v.port, "/" + profile + "/" + verb, body_of(profile)), 3,
                            o.requests, 30),
