@@ -10,20 +10,11 @@
 // Prints one line of key=value pairs: requests, errors, p50/p90/p99/max (ms),
 // rps, wall seconds. A reply counts as an error when the status is not 200 or
 // the body carries a non-empty "Error".
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <mutex>
@@ -32,6 +23,8 @@
 #include <string_view>
 #include <thread>
 #include <vector>
+
+#include "support/http_client.h"
 
 namespace {
 
@@ -79,140 +72,6 @@ bool ParseUrl(std::string_view url, Options& o) {
   return o.port > 0 && o.port < 65536;
 }
 
-// Loopback only: the driver must never load anything but this machine.
-bool IsLoopback(const std::string& host) {
-  return host == "127.0.0.1" || host == "::1" || host == "localhost";
-}
-
-int Connect(const Options& o) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  const std::string port = std::to_string(o.port);
-  if (getaddrinfo(o.host.c_str(), port.c_str(), &hints, &res) != 0) {
-    return -1;
-  }
-  int fd = -1;
-  for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
-    // Resolution of "localhost" must stay on loopback too.
-    bool loopback = false;
-    if (a->ai_family == AF_INET) {
-      loopback = (ntohl(reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr.s_addr) >> 24) == 127;
-    } else if (a->ai_family == AF_INET6) {
-      loopback = IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr);
-    }
-    if (!loopback) {
-      continue;
-    }
-    fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
-    if (fd < 0) {
-      continue;
-    }
-    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
-      const int one = 1;
-      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      break;
-    }
-    close(fd);
-    fd = -1;
-  }
-  freeaddrinfo(res);
-  return fd;
-}
-
-bool WriteAll(int fd, const std::string& data) {
-  size_t off = 0;
-  while (off < data.size()) {
-    // The whole request in one call; the kernel may take it in parts for
-    // large bodies, then the rest follows.
-    const ssize_t n = send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return false;
-    }
-    off += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-// Reads one HTTP/1.1 response (Content-Length or chunked). `buf` keeps bytes
-// read past it (none with one request in flight).
-bool ReadResponse(int fd, std::string& buf, int& status, std::string& body) {
-  auto fill = [&]() {
-    char chunk[256 * 1024];
-    const ssize_t n = recv(fd, chunk, sizeof chunk, 0);
-    if (n <= 0) {
-      return false;
-    }
-    buf.append(chunk, static_cast<size_t>(n));
-    return true;
-  };
-  size_t header_end;
-  while ((header_end = buf.find("\r\n\r\n")) == std::string::npos) {
-    if (!fill()) {
-      return false;
-    }
-  }
-  const std::string_view head(buf.data(), header_end);
-  if (head.size() < 12 || head.substr(0, 5) != "HTTP/") {
-    return false;
-  }
-  status = std::atoi(std::string(head.substr(9, 3)).c_str());
-  std::string lower(head);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  size_t pos = header_end + 4;
-  body.clear();
-  if (const size_t cl = lower.find("\r\ncontent-length:"); cl != std::string::npos) {
-    const size_t length = std::strtoull(lower.c_str() + cl + 17, nullptr, 10);
-    while (buf.size() < pos + length) {
-      if (!fill()) {
-        return false;
-      }
-    }
-    body.assign(buf, pos, length);
-    buf.erase(0, pos + length);
-    return true;
-  }
-  if (lower.find("\r\ntransfer-encoding: chunked") == std::string::npos) {
-    return false;  // neither: not something kube-scheduler's server would send
-  }
-  for (;;) {
-    size_t eol;
-    while ((eol = buf.find("\r\n", pos)) == std::string::npos) {
-      if (!fill()) {
-        return false;
-      }
-    }
-    const size_t size = std::strtoull(buf.c_str() + pos, nullptr, 16);
-    pos = eol + 2;
-    while (buf.size() < pos + size + 2) {
-      if (!fill()) {
-        return false;
-      }
-    }
-    body.append(buf, pos, size);
-    pos += size + 2;
-    if (size == 0) {
-      buf.erase(0, pos);
-      return true;
-    }
-  }
-}
-
-// A reply the scheduler would treat as failed: "Error":"<non-empty>".
-bool CarriesError(std::string_view body) {
-  for (size_t at = body.find("\"Error\":\""); at != std::string_view::npos;
-       at = body.find("\"Error\":\"", at + 1)) {
-    if (at + 9 < body.size() && body[at + 9] != '"') {
-      return true;
-    }
-  }
-  return false;
-}
-
 double Percentile(std::vector<double>& sorted, double p) {
   if (sorted.empty()) {
     return 0;
@@ -255,7 +114,7 @@ int main(int argc, char** argv) {
     std::cerr << kUsage;
     return 2;
   }
-  if (!IsLoopback(o.host)) {
+  if (!schedext::bench::IsLoopbackHost(o.host)) {
     std::cerr << "schedext-load: refusing host " << o.host
               << ": loopback only (127.0.0.1, ::1, localhost)\n";
     return 2;
@@ -289,26 +148,14 @@ int main(int argc, char** argv) {
 
   auto worker = [&]() {
     std::vector<double> mine;
-    std::string buf;
     std::string reply;
-    int fd = Connect(o);
+    schedext::bench::LoopbackConnection conn(o.host, o.port);
     auto one = [&](bool record) {
-      if (fd < 0) {
-        fd = Connect(o);
-        if (fd < 0) {
-          return false;
-        }
-      }
       const auto t0 = Clock::now();
       int status = 0;
-      const bool ok = WriteAll(fd, request) && ReadResponse(fd, buf, status, reply);
+      const bool ok = conn.Exchange(request, status, reply);
       const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-      if (!ok) {
-        close(fd);
-        fd = -1;
-        buf.clear();
-      }
-      const bool failed = !ok || status != 200 || CarriesError(reply);
+      const bool failed = !ok || status != 200 || schedext::bench::CarriesError(reply);
       if (failed) {
         std::lock_guard<std::mutex> lock(mu);
         if (first_error.empty()) {
@@ -322,7 +169,6 @@ int main(int argc, char** argv) {
         }
         mine.push_back(ms);
       }
-      return ok;
     };
     for (int i = 0; i < o.warmup; ++i) {
       one(false);
@@ -333,9 +179,6 @@ int main(int argc, char** argv) {
     }
     while (Clock::now() < deadline && remaining.fetch_sub(1) > 0) {
       one(true);
-    }
-    if (fd >= 0) {
-      close(fd);
     }
     std::lock_guard<std::mutex> lock(mu);
     latencies_ms.insert(latencies_ms.end(), mine.begin(), mine.end());

@@ -30,15 +30,10 @@
 // non-zero exit on any error reply or a reply that does not account for every
 // node — never on speed. Exit 77 (CTest's skip) when the control-plane
 // binaries are missing and $CI is not "true".
-#include <arpa/inet.h>
-#include <fcntl.h>
 #include <httplib.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -67,6 +62,7 @@
 
 #include "gen/payload_gen.h"
 #include "gen/prod_objects.h"
+#include "support/http_client.h"
 #include "testing/control_plane.h"
 
 extern char** environ;
@@ -509,107 +505,8 @@ int WaitListeningPort(pid_t pid, const std::string& log_path, std::string_view p
 // ---- A kube-scheduler-like HTTP/1.1 client --------------------------------------
 
 // One keep-alive connection to 127.0.0.1:port; each request in one write on a
-// TCP_NODELAY socket, as Go's transport sends them.
-class Conn {
- public:
-  explicit Conn(int port) : port_(port), chunk_(256 * 1024) {}
-  ~Conn() { Close(); }
-  Conn(const Conn&) = delete;
-  Conn& operator=(const Conn&) = delete;
-
-  // False on a transport failure (the connection is closed; the next call
-  // reconnects).
-  bool Exchange(const std::string& request, int& status, std::string& body) {
-    if (fd_ < 0 && !Connect()) return false;
-    size_t off = 0;
-    while (off < request.size()) {
-      const ssize_t n = ::send(fd_, request.data() + off, request.size() - off, MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        Close();
-        return false;
-      }
-      off += static_cast<size_t>(n);
-    }
-    if (!ReadResponse(status, body)) {
-      Close();
-      return false;
-    }
-    return true;
-  }
-
- private:
-  bool Connect() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(port_));
-    if (fd_ < 0 || ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-      Close();
-      return false;
-    }
-    const int one = 1;
-    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    buf_.clear();
-    return true;
-  }
-  void Close() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  bool Fill() {
-    const ssize_t n = ::recv(fd_, chunk_.data(), chunk_.size(), 0);
-    if (n <= 0) return false;
-    buf_.append(chunk_.data(), static_cast<size_t>(n));
-    return true;
-  }
-  bool ReadResponse(int& status, std::string& body) {
-    size_t head_end;
-    while ((head_end = buf_.find("\r\n\r\n")) == std::string::npos) {
-      if (!Fill()) return false;
-    }
-    if (head_end < 12 || buf_.compare(0, 5, "HTTP/") != 0) return false;
-    status = std::atoi(buf_.c_str() + 9);
-    std::string head = buf_.substr(0, head_end);
-    std::transform(head.begin(), head.end(), head.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    size_t pos = head_end + 4;
-    body.clear();
-    if (const size_t cl = head.find("\r\ncontent-length:"); cl != std::string::npos) {
-      const size_t length = std::strtoull(head.c_str() + cl + 17, nullptr, 10);
-      while (buf_.size() < pos + length) {
-        if (!Fill()) return false;
-      }
-      body.assign(buf_, pos, length);
-      buf_.erase(0, pos + length);
-      return true;
-    }
-    if (head.find("\r\ntransfer-encoding: chunked") == std::string::npos) return false;
-    for (;;) {
-      size_t eol;
-      while ((eol = buf_.find("\r\n", pos)) == std::string::npos) {
-        if (!Fill()) return false;
-      }
-      const size_t size = std::strtoull(buf_.c_str() + pos, nullptr, 16);
-      pos = eol + 2;
-      while (buf_.size() < pos + size + 2) {
-        if (!Fill()) return false;
-      }
-      body.append(buf_, pos, size);
-      pos += size + 2;
-      if (size == 0) {
-        buf_.erase(0, pos);
-        return true;
-      }
-    }
-  }
-
-  int port_;
-  int fd_ = -1;
-  std::string buf_;
-  std::vector<char> chunk_;
-};
+// TCP_NODELAY socket, as Go's transport sends them (support/http_client.h).
+using Conn = schedext::bench::LoopbackConnection;
 
 std::string PostRequest(int port, const std::string& path, const std::string& body) {
   std::string r = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
@@ -619,14 +516,6 @@ std::string PostRequest(int port, const std::string& path, const std::string& bo
                   "\r\nContent-Type: application/json\r\nAccept-Encoding: gzip\r\n\r\n";
   r += body;
   return r;
-}
-
-bool CarriesError(std::string_view body) {
-  for (size_t at = body.find("\"Error\":\""); at != std::string_view::npos;
-       at = body.find("\"Error\":\"", at + 1)) {
-    if (at + 9 < body.size() && body[at + 9] != '"') return true;
-  }
-  return false;
 }
 
 // GET on a fresh connection; the status, or -1.
@@ -690,7 +579,7 @@ Run Measure(int port, pid_t pid, const std::string& request, int warmup, int req
     const auto t0 = Clock::now();
     const bool ok = conn.Exchange(request, status, reply);
     lat.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-    if (!ok || status != 200 || CarriesError(reply)) {
+    if (!ok || status != 200 || schedext::bench::CarriesError(reply)) {
       ++run.errors;
       if (run.first_error.empty()) {
         run.first_error = ok ? "status " + std::to_string(status) + ": " + reply.substr(0, 200)

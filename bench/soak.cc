@@ -51,6 +51,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/http_client.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -98,65 +100,11 @@ int FreePort() {
   return port;
 }
 
-int Connect(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return -1;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    close(fd);
-    return -1;
-  }
-  const int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  timeval tv{30, 0};  // a hung server fails the request instead of the soak
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  return fd;
-}
+// The soak's own client connections give up on a hung server after 30 s.
+int Connect(int port) { return schedext::bench::ConnectLoopback("127.0.0.1", port, 30); }
 
-bool WriteAll(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
-
-// One Content-Length reply (the listener never sends chunked replies).
-bool ReadReply(int fd, std::string& buf, int& status, std::string& body) {
-  auto fill = [&] {
-    char chunk[64 * 1024];
-    const ssize_t n = recv(fd, chunk, sizeof chunk, 0);
-    if (n <= 0) return false;
-    buf.append(chunk, static_cast<size_t>(n));
-    return true;
-  };
-  size_t end;
-  while ((end = buf.find("\r\n\r\n")) == std::string::npos) {
-    if (!fill()) return false;
-  }
-  if (buf.compare(0, 9, "HTTP/1.1 ") != 0) return false;
-  status = std::atoi(buf.c_str() + 9);
-  const size_t cl = buf.find("\r\nContent-Length: ");
-  if (cl == std::string::npos || cl > end) return false;
-  const size_t length = std::strtoull(buf.c_str() + cl + 18, nullptr, 10);
-  while (buf.size() < end + 4 + length) {
-    if (!fill()) return false;
-  }
-  body.assign(buf, end + 4, length);
-  buf.erase(0, end + 4 + length);
-  return true;
-}
-
-bool CarriesError(std::string_view body) {
-  const size_t at = body.find("\"Error\":\"");
-  return at != std::string_view::npos && at + 9 < body.size() && body[at + 9] != '"';
-}
+using schedext::bench::CarriesError;
+using schedext::bench::SendAll;
 
 std::string Request(std::string_view method, std::string_view path, std::string_view body) {
   std::string r;
@@ -252,7 +200,7 @@ void HoldConnections(int port, int count, bool slowloris, const std::atomic<bool
     }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     if (slowloris) {
-      WriteAll(fd, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ");
+      SendAll(fd, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ");
     }
   };
   for (int& fd : fds) open(fd);
@@ -293,10 +241,11 @@ bool WaitHealthy(int port, pid_t pid, std::chrono::seconds bound) {
     if (waitpid(pid, &wstatus, WNOHANG) == pid) return false;
     const int fd = Connect(port);
     if (fd >= 0) {
-      std::string buf, body;
+      schedext::bench::ReplyReader reader;
+      std::string body;
       int status = 0;
-      const bool ok = WriteAll(fd, Request("GET", "/healthz", "")) &&
-                      ReadReply(fd, buf, status, body) && status == 200;
+      const bool ok = SendAll(fd, Request("GET", "/healthz", "")) &&
+                      reader.Read(fd, status, body) && status == 200;
       close(fd);
       if (ok) return true;
     }
@@ -401,7 +350,8 @@ int main(int argc, char** argv) {
   for (int c = 0; c < o.connections; ++c) {
     threads.emplace_back([&, c] {
       int fd = -1;
-      std::string buf, body;
+      schedext::bench::ReplyReader reader;
+      std::string body;
       size_t next = static_cast<size_t>(c);
       auto due = Clock::now();
       while (!stop.load()) {
@@ -411,11 +361,11 @@ int main(int argc, char** argv) {
         const size_t kind = next++ % std::size(requests);
         if (fd < 0) {
           fd = Connect(port);
-          buf.clear();
+          reader.Reset();
         }
         const auto t0 = Clock::now();
         int status = 0;
-        const bool ok = fd >= 0 && WriteAll(fd, requests[kind]) && ReadReply(fd, buf, status, body);
+        const bool ok = fd >= 0 && SendAll(fd, requests[kind]) && reader.Read(fd, status, body);
         const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
         counters.requests.fetch_add(1);
         const bool verb = kind == 0 || kind == 1 || kind == 3;
@@ -457,11 +407,12 @@ int main(int argc, char** argv) {
         counters.connect_failures.fetch_add(1);
         continue;
       }
-      WriteAll(fd, flood);  // may stop early: the server refuses at its limit
-      std::string buf, body;
+      SendAll(fd, flood);  // may stop early: the server refuses at its limit
+      schedext::bench::ReplyReader reader;
+      std::string body;
       int status = 0;
       counters.floods.fetch_add(1);
-      if (ReadReply(fd, buf, status, body) && status == 431) counters.floods_431.fetch_add(1);
+      if (reader.Read(fd, status, body) && status == 431) counters.floods_431.fetch_add(1);
       close(fd);
     }
   });
