@@ -175,6 +175,10 @@ void WorkerPool::Shrink(Worker& w) const {
 }
 
 void WorkerPool::Release(std::unique_ptr<Worker> w) {
+  // A request that ended before its body was decoded (a closed connection, a
+  // refusal) may leave a walk of that body running: it ends before the body
+  // is touched.
+  w->scratch.decoder.Settle();
   w->out.clear();
   w->scratch.reply_splices.clear();
   w->head.clear();

@@ -369,12 +369,17 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     body.Append(in_.get() + in_begin_, have);
     in_begin_ += have;
     remaining_ = content_length_ - have;
+    offer_body_ = route_.kind == Route::Kind::kVerb &&
+                  (route_.verb == Verb::kFilter || route_.verb == Verb::kPrioritize);
     ReadBody();
   }
 
   void ReadBody() {
     if (remaining_ == 0) {
       return Dispatch();
+    }
+    if (offer_body_) {
+      offer_body_ = worker_->scratch.decoder.DecodeWhileReceiving(worker_->body, content_length_);
     }
     Lowest().expires_at(body_deadline_);
     const size_t want = static_cast<size_t>(remaining_);
@@ -594,6 +599,9 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   BodyFraming framing_ = BodyFraming::kNone;
   uint64_t content_length_ = 0;
   uint64_t remaining_ = 0;
+  // A filter or prioritize body still offered to the decoder as it arrives
+  // (RequestDecoder::DecodeWhileReceiving).
+  bool offer_body_ = false;
   std::optional<ChunkedDecoder> decoder_;
   size_t requests_ = 0;
   Route route_;

@@ -63,6 +63,13 @@ size_t ScanTrailingNames(std::string_view body, std::vector<std::string_view>& n
 // simdjson index on top of its walk, so the calling thread takes a bit more.
 constexpr std::string_view kNodeBoundary = R"(},{"metadata":{)";
 constexpr size_t kSplitAtPermille = 540;
+// A body still arriving is cut later: the head's walk overlaps the arrival of
+// the rest, and the caller walks the tail once it is there, so the tail is
+// made about as long as what is left of the head's walk then (measured on two
+// vCPUs, 5,000 nodes: 600-640 left the tail the longer, 720 the head). The
+// cut is looked for up to this many bytes past that share.
+constexpr size_t kEarlyCutPermille = 680;
+constexpr size_t kEarlyLookaheadBytes = 256 * 1024;
 // The document the second part is decoded as: the cut's context, then the
 // body from the next node on (which closes the items array, the node list
 // and the root itself).
@@ -92,6 +99,30 @@ struct RequestDecoder::Impl : internal::FieldDecoder {
 
   bool DecodeSplit(const RequestBuffer& body, ExtenderArgsView& out);
   bool last_split = false;
+  bool last_while_receiving = false;
+  static size_t FindCut(std::string_view text, size_t from);
+  bool WalkHead(const char* data, size_t cut, size_t capacity, ExtenderArgsView& out);
+  bool PrepareTail(size_t rest_size) noexcept;
+  void CopyTail(std::string_view rest, size_t from) noexcept;
+  bool WalkTail(size_t rest_size) noexcept;
+  void AppendTail(std::string_view rest, ExtenderArgsView& out);
+
+  // The head of a body still being received (DecodeWhileReceiving), walked
+  // by `thread` into `args` with this decoder's parser: nothing but the tail's
+  // members may be touched until it is joined.
+  struct EarlyHead {
+    std::thread thread;
+    const char* body = nullptr;
+    size_t total = 0;  // the body's Content-Length
+    size_t cut = 0;
+    size_t copied = 0;  // of the body after the cut, into the tail document
+    bool ok = false;
+    ExtenderArgsView args;
+  };
+  EarlyHead early;
+  bool FinishEarly(const RequestBuffer& body, ExtenderArgsView& out);
+  void JoinEarly();
+  ~Impl() { JoinEarly(); }
 
   // The names-mode fast path (DecodeExtenderArgs): the body up to the
   // trailing names' '[' followed by "]}", padded for simdjson, and the names.
@@ -341,10 +372,15 @@ bool RequestDecoder::Impl::DecodeArgs(const char* data, size_t size, size_t capa
 }
 
 bool RequestDecoder::last_decode_split() const { return impl_->last_split; }
+bool RequestDecoder::last_decode_while_receiving() const { return impl_->last_while_receiving; }
 
 Status RequestDecoder::DecodeExtenderArgs(const RequestBuffer& body, ExtenderArgsView& out) {
   Impl& d = *impl_;
-  d.last_split = false;
+  d.last_while_receiving = d.early.body != nullptr && d.FinishEarly(body, out);
+  d.last_split = d.last_while_receiving;
+  if (d.last_split) {
+    return OkStatus();
+  }
   // A names-mode body is mostly its NodeNames array, which simdjson would
   // index byte by byte only for the decoder to read it again. When the body
   // ends with an array of plain names, simdjson parses a copy of everything
@@ -394,100 +430,231 @@ Status RequestDecoder::DecodeExtenderArgs(const RequestBuffer& body, ExtenderArg
   return d.TakeError("ExtenderArgs");
 }
 
-// A full-mode body of thousands of nodes is decoded by two threads: this one
-// takes the body up to a cut between two nodes of the items array, a helper
-// thread the document kTailPrefix + the body from the next node on. Both are
-// walked by DecodeArgs, so each part is decoded exactly as the whole body
-// would decode it, provided that
-// * the cut lies between two elements of the root's Nodes.items: this
-//   thread's walk ends with a node exactly at the cut (StopAtNodeEnd), which
-//   the walk can only do at that level, so the second part starts outside any
-//   string in the same context kTailPrefix opens;
-// * the second part holds no root "Pod", no second "Nodes" and no second
-//   node-list "items": those would merge into or replace what the first part
-//   decoded, which the separate walks cannot do.
-// Then the nodes are the first part's followed by the second's. Anything else
-// (no cut found, a bad cut in a crafted body, any decode failure, no thread)
-// returns false and the caller decodes the body whole, so its result and its
-// error messages are always the sequential walk's.
-bool RequestDecoder::Impl::DecodeSplit(const RequestBuffer& body, ExtenderArgsView& out) {
-  const std::string_view text(body.data(), body.size());
-  const size_t from = text.size() / 1000 * kSplitAtPermille;
+// A full-mode body of thousands of nodes is decoded by two threads: one takes
+// the body up to a cut between two nodes of the items array (the head), the
+// other the document kTailPrefix + the body from the next node on (the tail).
+// Both are walked by DecodeArgs, so each part is decoded exactly as the whole
+// body would decode it, provided that
+// * the cut lies between two elements of the root's Nodes.items: the head's
+//   walk ends with a node exactly at the cut (StopAtNodeEnd), which the walk
+//   can only do at that level, so the tail starts outside any string in the
+//   same context kTailPrefix opens;
+// * the tail holds no root "Pod", no second "Nodes" and no second node-list
+//   "items": those would merge into or replace what the head decoded, which
+//   the separate walks cannot do.
+// Then the nodes are the head's followed by the tail's. Anything else (no cut
+// found, a bad cut in a crafted body, any decode failure, no thread) leaves
+// the body to the whole walk, so the result and its error messages are always
+// the sequential walk's.
+//
+// DecodeSplit walks the head on the calling thread and the tail on a helper;
+// DecodeWhileReceiving starts the head on a helper while the tail is still
+// arriving, and DecodeExtenderArgs walks the tail when it has.
+
+// The ',' between two nodes at or after `from` in text[0, limit), or npos.
+size_t RequestDecoder::Impl::FindCut(std::string_view text, size_t from) {
   const size_t boundary = text.find(kNodeBoundary, from);
-  if (boundary == std::string_view::npos) {
+  return boundary == std::string_view::npos ? boundary : boundary + 1;
+}
+
+bool RequestDecoder::Impl::WalkHead(const char* data, size_t cut, size_t capacity,
+                                    ExtenderArgsView& out) {
+  // The cut is forgotten on every way out, an exception included: the next
+  // walk of this decoder may be the whole body's.
+  struct Forget {
+    Impl& decoder;
+    ~Forget() { decoder.StopAtNodeEnd(nullptr); }
+  } forget{*this};
+  StopAtNodeEnd(data + cut);
+  bool names_trailing = false;
+  const bool ok = DecodeArgs(data, cut, capacity, nullptr, out, names_trailing) &&
+                  node_cut_reached() && out.mode == NodeMode::kFullNodes;
+  (void)TakeError("ExtenderArgs");
+  return ok;
+}
+
+// The tail document for a rest of `rest_size` bytes: kTailPrefix, room for
+// the rest (CopyTail) and the padding. Never throws (nor do the other tail
+// steps): whatever goes wrong, an allocation failing included, leaves the
+// body to the whole walk, which reports it, and nothing may escape a helper
+// thread.
+bool RequestDecoder::Impl::PrepareTail(size_t rest_size) noexcept {
+  try {
+    const size_t tail_size = kTailPrefix.size() + rest_size;
+    if (tail_doc_capacity < tail_size + kJsonPadding) {
+      tail_doc.reset();
+      tail_doc_capacity = 0;
+      tail_doc = std::make_unique_for_overwrite<char[]>(tail_size + kJsonPadding);
+      tail_doc_capacity = tail_size + kJsonPadding;
+    }
+    if (tail == nullptr) {
+      tail = std::make_unique<Impl>(options);
+    }
+  } catch (...) {
     return false;
   }
-  const size_t cut = boundary + 1;  // the ',' between the two nodes
+  std::memcpy(tail_doc.get(), kTailPrefix.data(), kTailPrefix.size());
+  std::memset(tail_doc.get() + kTailPrefix.size() + rest_size, 0, kJsonPadding);
+  return true;
+}
+
+// rest[from, rest.size()) into the tail document.
+void RequestDecoder::Impl::CopyTail(std::string_view rest, size_t from) noexcept {
+  std::memcpy(tail_doc.get() + kTailPrefix.size() + from, rest.data() + from, rest.size() - from);
+}
+
+bool RequestDecoder::Impl::WalkTail(size_t rest_size) noexcept {
+  try {
+    const size_t tail_size = kTailPrefix.size() + rest_size;
+    bool names_trailing = false;
+    const bool ok = tail->DecodeArgs(tail_doc.get(), tail_size, tail_doc_capacity, nullptr,
+                                     tail_args, names_trailing) &&
+                    tail->pod_keys == 0 && tail->nodes_keys == 1 && tail->items_keys == 1 &&
+                    tail_args.mode == NodeMode::kFullNodes;
+    (void)tail->TakeError("ExtenderArgs");
+    return ok;
+  } catch (...) {
+    return false;
+  }
+}
+
+// The tail's nodes follow the head's in `out`; their spans are moved from the
+// copy to the same bytes of the body (`rest`), and the NodeInfos are swapped,
+// so both decoders keep their allocations for the next request.
+void RequestDecoder::Impl::AppendTail(std::string_view rest, ExtenderArgsView& out) {
+  const char* const copy_begin = tail_doc.get() + kTailPrefix.size();
+  for (model::NodeInfo& node : tail_args.nodes) {
+    node.raw_json = std::string_view(rest.data() + (node.raw_json.data() - copy_begin),
+                                     node.raw_json.size());
+    std::swap(NodeAt(out.nodes, out.nodes.size()), node);
+  }
+  NamesOfNodes(out);
+}
+
+bool RequestDecoder::Impl::DecodeSplit(const RequestBuffer& body, ExtenderArgsView& out) {
+  const std::string_view text(body.data(), body.size());
+  const size_t cut = FindCut(text, text.size() / 1000 * kSplitAtPermille);
+  if (cut == std::string_view::npos) {
+    return false;
+  }
   const std::string_view rest = text.substr(cut + 1);
-  const size_t tail_size = kTailPrefix.size() + rest.size();
-  if (tail_doc_capacity < tail_size + kJsonPadding) {
-    tail_doc_capacity = tail_size + kJsonPadding;
-    tail_doc = std::make_unique_for_overwrite<char[]>(tail_doc_capacity);
-  }
-  if (tail == nullptr) {
-    tail = std::make_unique<Impl>(options);
-  }
   bool tail_ok = false;
   std::thread helper;
   try {
     helper = std::thread([&] {
-      // Whatever goes wrong here (an allocation failing included) leaves the
-      // body to the whole walk, which reports it; nothing may escape a thread.
-      try {
-        char* doc = tail_doc.get();
-        std::memcpy(doc, kTailPrefix.data(), kTailPrefix.size());
-        std::memcpy(doc + kTailPrefix.size(), rest.data(), rest.size());
-        std::memset(doc + tail_size, 0, kJsonPadding);
-        bool names_trailing = false;
-        tail_ok = tail->DecodeArgs(doc, tail_size, tail_doc_capacity, nullptr, tail_args,
-                                   names_trailing) &&
-                  tail->pod_keys == 0 && tail->nodes_keys == 1 && tail->items_keys == 1 &&
-                  tail_args.mode == NodeMode::kFullNodes;
-        (void)tail->TakeError("ExtenderArgs");
-      } catch (...) {
-        tail_ok = false;
+      if (PrepareTail(rest.size())) {
+        CopyTail(rest, 0);
+        tail_ok = WalkTail(rest.size());
       }
     });
   } catch (const std::system_error&) {
     return false;  // no thread to be had: decode it whole
   }
   // On every way out, an exception of this thread's walk included: the
-  // helper joined, the cut forgotten.
-  struct Cleanup {
-    Impl& decoder;
+  // helper joined.
+  struct Joiner {
     std::thread& thread;
-    ~Cleanup() {
-      decoder.StopAtNodeEnd(nullptr);
+    ~Joiner() {
       if (thread.joinable()) {
         thread.join();
       }
     }
-  } cleanup{*this, helper};
-  StopAtNodeEnd(body.data() + cut);
-  bool names_trailing = false;
-  const bool head_ok = DecodeArgs(body.data(), cut, body.capacity(), nullptr, out, names_trailing) &&
-                       node_cut_reached() && out.mode == NodeMode::kFullNodes;
-  (void)TakeError("ExtenderArgs");
+  } joiner{helper};
+  const bool head_ok = WalkHead(body.data(), cut, body.capacity(), out);
   helper.join();  // before tail_ok is read
   if (!head_ok || !tail_ok) {
     return false;
   }
-  // The second part's nodes follow the first's; their spans are moved from
-  // the copy to the same bytes of the body, and the NodeInfos are swapped, so
-  // both decoders keep their allocations for the next request.
-  const char* const copy_begin = tail_doc.get() + kTailPrefix.size();
-  const char* const body_begin = rest.data();
-  for (model::NodeInfo& node : tail_args.nodes) {
-    node.raw_json = std::string_view(body_begin + (node.raw_json.data() - copy_begin),
-                                     node.raw_json.size());
-    std::swap(NodeAt(out.nodes, out.nodes.size()), node);
-  }
-  NamesOfNodes(out);
+  AppendTail(rest, out);
   return true;
+}
+
+bool RequestDecoder::DecodeWhileReceiving(const RequestBuffer& body, size_t total_bytes) {
+  Impl& d = *impl_;
+  Impl::EarlyHead& early = d.early;
+  if (body.size() >= total_bytes) {
+    return false;
+  }
+  if (early.body != nullptr) {
+    // The rest is copied as it arrives, while its bytes are in the cache.
+    if (early.body != body.data() || early.total != total_bytes) {
+      return false;
+    }
+    const std::string_view rest(body.data() + early.cut + 1, body.size() - early.cut - 1);
+    d.CopyTail(rest, early.copied);
+    early.copied = rest.size();
+    return true;
+  }
+  if (early.thread.joinable() || total_bytes < d.options.split_min_bytes ||
+      body.capacity() < total_bytes + kJsonPadding) {
+    return false;
+  }
+  const size_t from = total_bytes / 1000 * kEarlyCutPermille;
+  if (body.size() < from + kNodeBoundary.size() + kJsonPadding) {
+    return true;  // not there yet
+  }
+  // The head's walk may look kJsonPadding bytes past the cut: they must have
+  // arrived, as no byte that has can change.
+  const std::string_view arrived(body.data(), body.size() - kJsonPadding);
+  const size_t cut = Impl::FindCut(arrived, from);
+  if (cut == std::string_view::npos) {
+    // Kube-scheduler's nodes are ~11 KB: without a boundary in the lookahead
+    // this is not its full mode.
+    return body.size() < from + kEarlyLookaheadBytes;
+  }
+  if (!d.PrepareTail(total_bytes - cut - 1)) {
+    return false;
+  }
+  early.body = body.data();
+  early.total = total_bytes;
+  early.cut = cut;
+  early.copied = 0;
+  early.ok = false;
+  const size_t capacity = body.capacity();
+  try {
+    early.thread = std::thread([&d, &early, capacity] {
+      try {
+        early.ok = d.WalkHead(early.body, early.cut, capacity, early.args);
+      } catch (...) {
+        early.ok = false;  // the whole walk reports it
+      }
+    });
+  } catch (const std::system_error&) {
+    early.body = nullptr;
+    return false;
+  }
+  return DecodeWhileReceiving(body, total_bytes);
+}
+
+void RequestDecoder::Settle() { impl_->JoinEarly(); }
+
+bool RequestDecoder::Impl::FinishEarly(const RequestBuffer& body, ExtenderArgsView& out) {
+  if (early.body != body.data() || early.total != body.size()) {
+    JoinEarly();
+    return false;
+  }
+  const std::string_view rest(body.data() + early.cut + 1, body.size() - early.cut - 1);
+  CopyTail(rest, early.copied);
+  const bool tail_ok = WalkTail(rest.size());
+  JoinEarly();  // before early.ok is read
+  if (!early.ok || !tail_ok) {
+    return false;
+  }
+  std::swap(out, early.args);
+  AppendTail(rest, out);
+  return true;
+}
+
+void RequestDecoder::Impl::JoinEarly() {
+  if (early.thread.joinable()) {
+    early.thread.join();
+  }
+  early.body = nullptr;
 }
 
 Status RequestDecoder::DecodePreemptionArgs(const RequestBuffer& body, PreemptionArgsView& out) {
   Impl& d = *impl_;
+  d.JoinEarly();
   out.has_pod = false;
   out.pod.Clear();
   out.full_pods = false;
@@ -546,6 +713,7 @@ Status RequestDecoder::DecodePreemptionArgs(const RequestBuffer& body, Preemptio
 
 Status RequestDecoder::DecodeBindingArgs(const RequestBuffer& body, BindingArgsView& out) {
   Impl& d = *impl_;
+  d.JoinEarly();
   out = BindingArgsView{};
   od::document doc;
   bool is_null = false;
@@ -575,6 +743,7 @@ Status RequestDecoder::DecodeBindingArgs(const RequestBuffer& body, BindingArgsV
 }
 
 void RequestDecoder::ShrinkTo(size_t max_bytes) {
+  impl_->JoinEarly();
   if (impl_->parser.capacity() > max_bytes) {
     impl_->parser = od::parser{};
     impl_->node_pool.clear();

@@ -763,6 +763,37 @@ TEST(HttpServerParallelDecodeTest, LargeFullBodiesGetTheOneThreadReply) {
       }
     }
   }
+  // The body arriving in pieces, so its head is walked while the rest
+  // arrives; and a connection that stops after 90 % of a body, which leaves
+  // such a walk to be settled before its worker serves the next request.
+  TestServer server([](HttpServerOptions& o) { o.server.parallel_decode_bytes = 1; });
+  ASSERT_TRUE(server.init().ok()) << server.init().ToString();
+  for (int round = 0; round < 2; ++round) {
+    {
+      RawConnection abandoned;
+      ASSERT_TRUE(abandoned.Connect(server.port())) << abandoned.error();
+      const std::string request = BuildRequest("POST", "/filter", body);
+      ASSERT_TRUE(abandoned.Send(std::string_view(request).substr(0, request.size() * 9 / 10)))
+          << abandoned.error();
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    }
+    RawConnection c;
+    ASSERT_TRUE(c.Connect(server.port())) << c.error();
+    for (const char* verb : {"/filter", "/prioritize"}) {
+      const std::string request = BuildRequest("POST", verb, body);
+      size_t from = 0;
+      for (const size_t permille : {100, 700, 800, 900, 1000}) {
+        const size_t cut = request.size() * permille / 1000;
+        ASSERT_TRUE(c.Send(std::string_view(request).substr(from, cut - from))) << c.error();
+        from = cut;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      HttpReply reply;
+      ASSERT_TRUE(c.ReadReply(reply)) << verb << ": " << c.error();
+      EXPECT_EQ(reply.status, 200) << verb;
+      EXPECT_EQ(reply.body, want[verb[1] == 'f' ? 0 : 1]) << verb << " in pieces";
+    }
+  }
   const json filtered = ParseJson(want[0]);
   EXPECT_EQ(ItemNames(filtered["Nodes"]), passing);
   EXPECT_EQ(filtered["Nodes"]["items"][0], ParseJson(nodes[0]));

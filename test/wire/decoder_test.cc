@@ -524,6 +524,90 @@ TEST(SplitDecodeTest, LargeFullBodiesDecodeAsTheWholeWalkDoes) {
   EXPECT_TRUE(split_args.nodes.empty());
 }
 
+// The same bodies offered as they arrive (what the listener does): in pieces,
+// each offered before the next is appended; the whole body then decodes as
+// the whole walk does, and the plain one through the head walked early.
+TEST(SplitDecodeTest, BodiesOfferedWhileArrivingDecodeAsTheWholeWalkDoes) {
+  std::vector<std::string> nodes;
+  for (int i = 0; i < 40; ++i) {
+    NodeJson node("node-" + std::to_string(i));
+    node.Realistic().Label("zone", i % 2 == 0 ? "a" : "b").Allocatable("cpu", "4").Ready();
+    nodes.push_back(node.Build());
+  }
+  const std::string pod_json = PodJson("p").Realistic().Request("cpu", "250m").Build();
+  const std::string plain = ExtenderArgsFullJson(pod_json, nodes);
+  std::vector<std::string> bad_tail = nodes;
+  bad_tail[36] = NodeJson("bad").Allocatable("cpu", "4x").Build();
+  std::vector<std::string> bad_head = nodes;
+  bad_head[3] = NodeJson("bad").Allocatable("cpu", "4x").Build();
+  const std::string items = "\"items\":" + ::schedext::testing::JsonArray(nodes);
+  struct Case {
+    std::string body;
+    bool early;  // whether the early head's result may be kept
+  };
+  const std::vector<Case> cases = {
+      {plain, true},
+      {"{\"Pod\":" + pod_json + ",\"Nodes\":{" + items + "},\"Pod\":null}", false},
+      {"{\"Pod\":" + pod_json + ",\"Nodes\":{" + items + ",\"items\":[]}}", false},
+      {ExtenderArgsFullJson(pod_json, bad_tail), false},
+      {ExtenderArgsFullJson(pod_json, bad_head), false},
+      {plain.substr(0, plain.size() - 30) + std::string(30, ' '), false},
+      {R"({"NodeNames":["a","b"]})" + std::string(200000, ' '), false},
+  };
+  DecoderOptions split_always;
+  split_always.split_min_bytes = 0;
+  DecoderOptions split_never;
+  split_never.split_min_bytes = SIZE_MAX;
+  RequestDecoder early(split_always);
+  RequestDecoder whole(split_never);
+  ExtenderArgsView early_args;
+  ExtenderArgsView whole_args;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::string& text = cases[i].body;
+    const RequestBuffer reference = RequestBuffer::CopyOf(text);
+    const Status whole_status = whole.DecodeExtenderArgs(reference, whole_args);
+    for (const size_t pieces : {size_t{2}, size_t{5}, size_t{40}}) {
+      SCOPED_TRACE(std::to_string(i) + " in " + std::to_string(pieces) + " pieces");
+      RequestBuffer body;
+      body.Reserve(text.size());
+      bool offer = true;
+      for (size_t piece = 0; piece < pieces; ++piece) {
+        const size_t from = text.size() * piece / pieces;
+        const size_t to = text.size() * (piece + 1) / pieces;
+        body.Append(text.data() + from, to - from);
+        if (offer && body.size() < text.size()) {
+          offer = early.DecodeWhileReceiving(body, text.size());
+        }
+      }
+      const Status early_status = early.DecodeExtenderArgs(body, early_args);
+      EXPECT_EQ(Fingerprint(early_status, early_args, body),
+                Fingerprint(whole_status, whole_args, reference));
+      // In two pieces nothing past the cut has arrived before the last.
+      EXPECT_EQ(early.last_decode_while_receiving(), cases[i].early && pieces > 2);
+    }
+  }
+  // A body offered and then not decoded: another body, a preemption and a
+  // settled decoder each get their own result.
+  RequestBuffer partial;
+  partial.Reserve(plain.size());
+  partial.Append(plain.data(), plain.size() * 9 / 10);
+  ASSERT_TRUE(early.DecodeWhileReceiving(partial, plain.size()));
+  const RequestBuffer small = RequestBuffer::CopyOf(R"({"NodeNames":["a"]})");
+  ASSERT_TRUE(early.DecodeExtenderArgs(small, early_args).ok());
+  EXPECT_FALSE(early.last_decode_while_receiving());
+  EXPECT_THAT(early_args.node_names, ElementsAre("a"));
+  ASSERT_TRUE(early.DecodeWhileReceiving(partial, plain.size()));
+  PreemptionArgsView preemption;
+  EXPECT_TRUE(early.DecodePreemptionArgs(RequestBuffer::CopyOf(R"({"Pod":null})"), preemption).ok());
+  ASSERT_TRUE(early.DecodeWhileReceiving(partial, plain.size()));
+  early.Settle();
+  partial.Clear();
+  const RequestBuffer body = RequestBuffer::CopyOf(plain);
+  ASSERT_TRUE(early.DecodeExtenderArgs(body, early_args).ok());
+  EXPECT_EQ(Fingerprint(OkStatus(), early_args, body),
+            Fingerprint(whole.DecodeExtenderArgs(body, whole_args), whole_args, body));
+}
+
 TEST_F(DecoderTest, FullNodesWinOverNodeNames) {
   ASSERT_TRUE(Args(R"({"NodeNames":["x","y"],"Nodes":{"items":[{"metadata":{"name":"n1"}}]}})").ok());
   EXPECT_EQ(args_.mode, NodeMode::kFullNodes);

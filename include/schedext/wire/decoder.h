@@ -41,6 +41,19 @@ class RequestDecoder {
   // ExtenderArgs (filter, prioritize). A body that is JSON `null` decodes to an
   // empty view (no pod, kNone).
   Status DecodeExtenderArgs(const RequestBuffer& body, ExtenderArgsView& out);
+  // A 5,000-node full-mode body takes ~15 ms to arrive over loopback. The
+  // listener offers such a body while it is still being received; once the
+  // first part (from DecoderOptions::split_min_bytes up) is there, its walk
+  // starts on a helper thread, and the DecodeExtenderArgs of the complete
+  // body walks only the rest. Every other call, ShrinkTo and Settle wait for
+  // that walk and drop it. Until then the buffer must not move and the bytes
+  // it held when offered must not change (appending is fine). Returns whether
+  // to offer this body again as more of it arrives.
+  bool DecodeWhileReceiving(const RequestBuffer& body, size_t total_bytes);
+  // Waits for a walk DecodeWhileReceiving started and drops it: before the
+  // body it reads is cleared or freed.
+  void Settle();
+
   // ExtenderPreemptionArgs.
   Status DecodePreemptionArgs(const RequestBuffer& body, PreemptionArgsView& out);
   // ExtenderBindingArgs.
@@ -49,6 +62,8 @@ class RequestDecoder {
   // Whether the last DecodeExtenderArgs succeeded through the two-thread
   // split of DecoderOptions (for tests and benchmarks).
   bool last_decode_split() const;
+  // Whether that split's first part was walked while the body arrived.
+  bool last_decode_while_receiving() const;
 
   // Releases parser memory beyond `max_bytes` (after a very large request).
   void ShrinkTo(size_t max_bytes);
