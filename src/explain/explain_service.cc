@@ -13,7 +13,7 @@ namespace schedext::server {
 
 int ExtenderService::Explain(const pipeline::Profile& profile, const wire::RequestBuffer& body,
                              Scratch& s, std::string& out, RequestSummary& summary) const {
-  if (!DecodeExtenderArgs(body, s, out, summary, wire::AppendErrorBody)) {
+  if (!DecodeExtenderArgs(profile, body, s, out, summary, wire::AppendErrorBody)) {
     return 400;
   }
   const Status st = ResolveNodes(s);

@@ -108,6 +108,7 @@ StatusOr<std::shared_ptr<const Profile>> Profile::Build(const config::ProfileCon
     if (reserver != nullptr) {
       profile->reservers_.push_back({name, reserver});
     }
+    profile->node_fields_ = profile->node_fields_ | p->NodeFieldsRead();
     profile->policies_.push_back(std::move(p));
   }
   profile->prefetch_offsets_[profile->prefetch_count_++] = 0;

@@ -259,6 +259,7 @@ Route Router::Resolve(std::string_view method, std::string_view path,
   r.kind = Route::Kind::kVerb;
   r.verb = *ParseVerb(verb_path->verb);
   r.profile = static_cast<size_t>(profile);
+  r.node_fields = service_.profile(r.profile).node_fields();
   return r;
 }
 

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "schedext/model/node_fields.h"
 #include "schedext/server/http_server.h"
 #include "schedext/server/metrics.h"
 #include "schedext/server/service.h"
@@ -84,6 +85,8 @@ struct Route {
   Kind kind = Kind::kRefuse;
   Verb verb = Verb::kFilter;
   size_t profile = 0;
+  // kVerb: what the profile decodes of full-mode nodes (offered bodies too).
+  model::NodeFields node_fields = model::NodeFields::kAll;
   // kGet: which endpoint.
   enum class Get { kHealthz, kReadyz, kVersion, kMetrics, kExtra };
   Get get = Get::kHealthz;

@@ -379,7 +379,8 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
       return Dispatch();
     }
     if (offer_body_) {
-      offer_body_ = worker_->scratch.decoder.DecodeWhileReceiving(worker_->body, content_length_);
+      offer_body_ = worker_->scratch.decoder.DecodeWhileReceiving(worker_->body, content_length_,
+                                                                  route_.node_fields);
     }
     Lowest().expires_at(body_deadline_);
     const size_t want = static_cast<size_t>(remaining_);

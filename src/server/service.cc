@@ -155,11 +155,12 @@ int ExtenderService::Handle(Verb verb, size_t profile_index, const wire::Request
   return http_status;
 }
 
-bool ExtenderService::DecodeExtenderArgs(const wire::RequestBuffer& body, Scratch& s,
+bool ExtenderService::DecodeExtenderArgs(const pipeline::Profile& profile,
+                                         const wire::RequestBuffer& body, Scratch& s,
                                          std::string& out, RequestSummary& summary,
                                          void (*append_error)(std::string_view,
                                                               std::string&)) const {
-  const Status st = s.decoder.DecodeExtenderArgs(body, s.args);
+  const Status st = s.decoder.DecodeExtenderArgs(body, s.args, profile.node_fields());
   if (!st.ok()) {
     summary.error = st.message();
     append_error(summary.error, out);
@@ -222,7 +223,7 @@ Status ExtenderService::ResolveNodes(Scratch& s) const {
 
 int ExtenderService::Filter(const pipeline::Profile& profile, const wire::RequestBuffer& body,
                             Scratch& s, std::string& out, RequestSummary& summary) const {
-  if (!DecodeExtenderArgs(body, s, out, summary, wire::AppendFilterError)) {
+  if (!DecodeExtenderArgs(profile, body, s, out, summary, wire::AppendFilterError)) {
     return 400;
   }
   s.passing.clear();
@@ -285,7 +286,7 @@ int ExtenderService::Filter(const pipeline::Profile& profile, const wire::Reques
 int ExtenderService::Prioritize(const pipeline::Profile& profile,
                                 const wire::RequestBuffer& body, Scratch& s, std::string& out,
                                 RequestSummary& summary) const {
-  if (!DecodeExtenderArgs(body, s, out, summary, wire::AppendErrorBody)) {
+  if (!DecodeExtenderArgs(profile, body, s, out, summary, wire::AppendErrorBody)) {
     return 400;
   }
   s.host_scores.clear();

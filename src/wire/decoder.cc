@@ -116,11 +116,12 @@ struct RequestDecoder::Impl : internal::FieldDecoder {
     size_t total = 0;  // the body's Content-Length
     size_t cut = 0;
     size_t copied = 0;  // of the body after the cut, into the tail document
+    model::NodeFields fields = model::NodeFields::kAll;
     bool ok = false;
     ExtenderArgsView args;
   };
   EarlyHead early;
-  bool FinishEarly(const RequestBuffer& body, ExtenderArgsView& out);
+  bool FinishEarly(const RequestBuffer& body, model::NodeFields fields, ExtenderArgsView& out);
   void JoinEarly();
   ~Impl() { JoinEarly(); }
 
@@ -374,9 +375,11 @@ bool RequestDecoder::Impl::DecodeArgs(const char* data, size_t size, size_t capa
 bool RequestDecoder::last_decode_split() const { return impl_->last_split; }
 bool RequestDecoder::last_decode_while_receiving() const { return impl_->last_while_receiving; }
 
-Status RequestDecoder::DecodeExtenderArgs(const RequestBuffer& body, ExtenderArgsView& out) {
+Status RequestDecoder::DecodeExtenderArgs(const RequestBuffer& body, ExtenderArgsView& out,
+                                          model::NodeFields node_fields) {
   Impl& d = *impl_;
-  d.last_while_receiving = d.early.body != nullptr && d.FinishEarly(body, out);
+  d.last_while_receiving = d.early.body != nullptr && d.FinishEarly(body, node_fields, out);
+  d.DecodeNodeFields(node_fields);  // no walk of the early head runs now
   d.last_split = d.last_while_receiving;
   if (d.last_split) {
     return OkStatus();
@@ -493,6 +496,7 @@ bool RequestDecoder::Impl::PrepareTail(size_t rest_size) noexcept {
   } catch (...) {
     return false;
   }
+  tail->DecodeNodeFields(node_fields());
   std::memcpy(tail_doc.get(), kTailPrefix.data(), kTailPrefix.size());
   std::memset(tail_doc.get() + kTailPrefix.size() + rest_size, 0, kJsonPadding);
   return true;
@@ -569,7 +573,8 @@ bool RequestDecoder::Impl::DecodeSplit(const RequestBuffer& body, ExtenderArgsVi
   return true;
 }
 
-bool RequestDecoder::DecodeWhileReceiving(const RequestBuffer& body, size_t total_bytes) {
+bool RequestDecoder::DecodeWhileReceiving(const RequestBuffer& body, size_t total_bytes,
+                                          model::NodeFields node_fields) {
   Impl& d = *impl_;
   Impl::EarlyHead& early = d.early;
   if (body.size() >= total_bytes) {
@@ -602,6 +607,7 @@ bool RequestDecoder::DecodeWhileReceiving(const RequestBuffer& body, size_t tota
     // this is not its full mode.
     return body.size() < from + kEarlyLookaheadBytes;
   }
+  d.DecodeNodeFields(node_fields);  // before the head's walk starts, and the tail's copy
   if (!d.PrepareTail(total_bytes - cut - 1)) {
     return false;
   }
@@ -609,6 +615,7 @@ bool RequestDecoder::DecodeWhileReceiving(const RequestBuffer& body, size_t tota
   early.total = total_bytes;
   early.cut = cut;
   early.copied = 0;
+  early.fields = node_fields;
   early.ok = false;
   const size_t capacity = body.capacity();
   try {
@@ -623,13 +630,14 @@ bool RequestDecoder::DecodeWhileReceiving(const RequestBuffer& body, size_t tota
     early.body = nullptr;
     return false;
   }
-  return DecodeWhileReceiving(body, total_bytes);
+  return DecodeWhileReceiving(body, total_bytes, node_fields);
 }
 
 void RequestDecoder::Settle() { impl_->JoinEarly(); }
 
-bool RequestDecoder::Impl::FinishEarly(const RequestBuffer& body, ExtenderArgsView& out) {
-  if (early.body != body.data() || early.total != body.size()) {
+bool RequestDecoder::Impl::FinishEarly(const RequestBuffer& body, model::NodeFields fields,
+                                       ExtenderArgsView& out) {
+  if (early.body != body.data() || early.total != body.size() || early.fields != fields) {
     JoinEarly();
     return false;
   }

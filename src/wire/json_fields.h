@@ -35,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "schedext/model/node_fields.h"
 #include "schedext/model/node_info.h"
 #include "schedext/model/pod_info.h"
 #include "schedext/model/resources.h"
@@ -228,6 +229,10 @@ class FieldDecoder {
   // token after its '}', minus the whitespace in between. With `meta`, also
   // its resourceVersion and deletionTimestamp.
   bool DecodeNode(od::value& v, model::NodeInfo& node, ObjectMeta* meta = nullptr);
+  // The optional blocks DecodeNode reads from now on; the others are skipped
+  // unread and left empty. All of them unless told.
+  void DecodeNodeFields(model::NodeFields fields) { node_fields_ = fields; }
+  model::NodeFields node_fields() const { return node_fields_; }
 
   // Makes this decoder's next documents end right after a node object that
   // closes at `end` (a document cut there, as RequestDecoder's split decode
@@ -315,6 +320,7 @@ class FieldDecoder {
   const char* document_end_ = nullptr;
   // Set when a field read the document to its end: the walks stop.
   bool document_read_ = false;
+  model::NodeFields node_fields_ = model::NodeFields::kAll;
   // StopAtNodeEnd's position, and whether a node ended there.
   const char* node_cut_ = nullptr;
   bool node_cut_reached_ = false;

@@ -69,10 +69,12 @@ bool FieldDecoder::DecodeNodeMetadata(od::value& v, model::NodeInfo& node, Objec
       return ReadString(value, node.uid);
     }
     if (KeyIs(key, "labels")) {
-      return ReadStringMap(value, node.labels);
+      return !model::Includes(node_fields_, model::NodeFields::kLabels) ||
+             ReadStringMap(value, node.labels);
     }
     if (KeyIs(key, "annotations")) {
-      return ReadStringMap(value, node.annotations);
+      return !model::Includes(node_fields_, model::NodeFields::kAnnotations) ||
+             ReadStringMap(value, node.annotations);
     }
     if (meta != nullptr) {
       return ReadObjectMeta(key, value, *meta);
@@ -123,10 +125,12 @@ bool FieldDecoder::DecodeTaint(od::value& v, model::Taint& taint) {
 bool FieldDecoder::DecodeNodeStatus(od::value& v, model::NodeInfo& node) {
   return ForEachField(v, [&](std::string_view key, od::value& value) {
     if (KeyIs(key, "allocatable")) {
-      return ReadResourceList(value, node.allocatable, nullptr);
+      return !model::Includes(node_fields_, model::NodeFields::kResources) ||
+             ReadResourceList(value, node.allocatable, nullptr);
     }
     if (KeyIs(key, "capacity")) {
-      return ReadResourceList(value, node.capacity, nullptr);
+      return !model::Includes(node_fields_, model::NodeFields::kResources) ||
+             ReadResourceList(value, node.capacity, nullptr);
     }
     if (KeyIs(key, "conditions")) {
       node.conditions.clear();

@@ -638,5 +638,104 @@ TEST_F(ServiceTest, MetricsCountRequestsByOutcome) {
             std::string::npos);
 }
 
+// Full-mode nodes are decoded with only the blocks the profile's policies
+// read (Policy::NodeFieldsRead). Each built-in profile answers every recorded
+// full-mode request exactly as the same profile does with a filter appended
+// that declares nothing, so that every block is decoded for it.
+TEST(ServiceNodeFieldsTest, EveryBuiltinProfileDecidesAsOnWholeNodes) {
+  class PassesAll final : public policy::Policy, public policy::FilterHook {
+   public:
+    std::string_view Name() const override { return "PassesAll"; }
+    const policy::FilterHook* AsFilter() const override { return this; }
+    policy::Verdict Filter(const policy::RequestState&, const model::PodInfo&,
+                           const model::NodeInfo&) const override {
+      return {};
+    }
+  };
+  policy::Registry registry;
+  ASSERT_TRUE(policy::RegisterBuiltinPolicies(registry).ok());
+  ASSERT_TRUE(registry
+                  .Register("PassesAll",
+                            [](const json&, const policy::PolicyContext&)
+                                -> StatusOr<std::unique_ptr<policy::Policy>> {
+                              return std::unique_ptr<policy::Policy>(new PassesAll());
+                            })
+                  .ok());
+  const std::map<std::string, std::string> policies = {
+      {"default", "      - name: NodeHealth\n      - name: TaintToleration\n"},
+      {"resources",
+       "      - name: NodeResourcesFit\n      - name: LeastAllocated\n"
+       "      - name: BalancedAllocation\n"},
+      {"gpushare", "      - name: GpuShare\n"},
+      {"labels",
+       "      - name: NodeLabel\n        args:\n          forbidden:\n"
+       "            - matchLabels:\n                example.com/gpu.present: \"true\"\n"
+       "          preferred:\n            - weight: 3\n              matchLabels:\n"
+       "                topology.kubernetes.io/zone: zone-a\n"
+       "      - name: NodeNumeric\n        args:\n"
+       "          key: node.alpha.kubernetes.io/ttl\n          source: annotation\n"
+       "          min: 0\n"},
+  };
+  const std::map<std::string, model::NodeFields> declared = {
+      {"default", model::NodeFields::kNone},
+      {"resources", model::NodeFields::kResources},
+      {"gpushare", model::NodeFields::kResources},
+      {"labels", model::NodeFields::kLabels | model::NodeFields::kAnnotations},
+  };
+  std::string text = "profiles:\n";
+  for (const auto& [name, list] : policies) {
+    text += "  - name: " + name + "\n    policies:\n" + list;
+    text += "  - name: " + name + "-whole\n    policies:\n" + list + "      - name: PassesAll\n";
+  }
+  auto config = config::LoadConfigText(text, "test");
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  std::vector<std::shared_ptr<const pipeline::Profile>> profiles;
+  std::vector<std::string> names;
+  for (const config::ProfileConfig& profile : config->profiles) {
+    auto built = pipeline::Profile::Build(profile, registry, "profiles");
+    ASSERT_TRUE(built.ok()) << built.status().ToString();
+    const bool whole = profile.name.ends_with("-whole");
+    EXPECT_EQ((*built)->node_fields(),
+              whole ? model::NodeFields::kAll : declared.at(profile.name)) << profile.name;
+    profiles.push_back(*built);
+    names.push_back(profile.name);
+  }
+  // The cache gives the resource and GPU policies their usage.
+  const std::unique_ptr<cluster::ClusterCache> cache = CacheWith(Full("filter-3"));
+  Metrics metrics(names);
+  ExtenderService service(profiles, 0, cache.get(), nullptr, &metrics);
+  Scratch scratch;
+  std::string out;
+  std::string whole_out;
+  RequestSummary summary;
+  std::map<std::string, size_t> rejected;
+  for (const std::string verb : {"filter", "prioritize"}) {
+    for (int n = 1; n <= 11; ++n) {
+      const std::string path = std::string(SCHEDEXT_TESTDATA_DIR) +
+                               "/kube-scheduler-1.26/nodecache-false/" + verb + "-" +
+                               std::to_string(n) + ".json";
+      if (!std::ifstream(path).good()) {
+        continue;
+      }
+      const std::string body = Full(verb + "-" + std::to_string(n));
+      const wire::RequestBuffer buffer = wire::RequestBuffer::CopyOf(body);
+      const Verb v = verb == "filter" ? Verb::kFilter : Verb::kPrioritize;
+      for (const auto& [name, list] : policies) {
+        SCOPED_TRACE(verb + "-" + std::to_string(n) + " " + name);
+        const size_t narrow = static_cast<size_t>(service.FindProfile(name));
+        const size_t whole = static_cast<size_t>(service.FindProfile(name + "-whole"));
+        const int status = service.Handle(v, narrow, buffer, scratch, out, summary);
+        rejected[name] += summary.failed + summary.unresolvable;
+        const int whole_status = service.Handle(v, whole, buffer, scratch, whole_out, summary);
+        EXPECT_EQ(status, whole_status);
+        EXPECT_EQ(out, whole_out);
+      }
+    }
+  }
+  // Decisions that depend on a skippable block: the label rules reject nodes
+  // of these recordings.
+  EXPECT_GT(rejected["labels"], 0U);
+}
+
 }  // namespace
 }  // namespace schedext::server

@@ -524,6 +524,59 @@ TEST(SplitDecodeTest, LargeFullBodiesDecodeAsTheWholeWalkDoes) {
   EXPECT_TRUE(split_args.nodes.empty());
 }
 
+// Full-mode nodes decoded with some optional blocks only: those are as the
+// whole decode has them, the others empty; everything else is the same. A
+// body offered with other blocks than its decode asks for is walked again.
+TEST(SplitDecodeTest, NodeFieldsLeaveTheOtherBlocksEmpty) {
+  std::vector<std::string> nodes;
+  for (int i = 0; i < 40; ++i) {
+    NodeJson node("node-" + std::to_string(i));
+    node.Realistic().Label("zone", "a").Allocatable("cpu", "4").Ready();
+    node.Taint("dedicated", "gpu", "NoSchedule");
+    nodes.push_back(node.Build());
+  }
+  const std::string text =
+      ExtenderArgsFullJson(PodJson("p").Realistic().Request("cpu", "250m").Build(), nodes);
+  DecoderOptions split_always;
+  split_always.split_min_bytes = 0;
+  RequestDecoder decoder(split_always);
+  RequestDecoder whole_decoder;
+  ExtenderArgsView whole;
+  const RequestBuffer reference = RequestBuffer::CopyOf(text);
+  ASSERT_TRUE(whole_decoder.DecodeExtenderArgs(reference, whole).ok());
+  ASSERT_FALSE(whole.nodes[39].labels.empty());
+  ASSERT_GT(whole.nodes[39].allocatable.milli_cpu, 0);
+  for (const model::NodeFields offered : {model::NodeFields::kNone, model::NodeFields::kLabels}) {
+    for (const model::NodeFields asked : {model::NodeFields::kNone, model::NodeFields::kLabels}) {
+      SCOPED_TRACE(std::to_string(static_cast<int>(offered)) + " " +
+                   std::to_string(static_cast<int>(asked)));
+      RequestBuffer body;
+      body.Reserve(text.size());
+      for (size_t piece = 0; piece < 10; ++piece) {
+        const size_t from = text.size() * piece / 10;
+        body.Append(text.data() + from, text.size() * (piece + 1) / 10 - from);
+        if (body.size() < text.size()) {
+          decoder.DecodeWhileReceiving(body, text.size(), offered);
+        }
+      }
+      ExtenderArgsView args;
+      ASSERT_TRUE(decoder.DecodeExtenderArgs(body, args, asked).ok());
+      EXPECT_EQ(decoder.last_decode_while_receiving(), offered == asked);
+      ASSERT_EQ(args.nodes.size(), whole.nodes.size());
+      for (size_t i = 0; i < args.nodes.size(); ++i) {
+        const model::NodeInfo& node = args.nodes[i];
+        EXPECT_EQ(node.name, whole.nodes[i].name);
+        EXPECT_EQ(node.raw_json, nodes[i]);
+        EXPECT_EQ(node.taints.size(), 1U);
+        EXPECT_EQ(node.condition_summary, whole.nodes[i].condition_summary);
+        EXPECT_EQ(node.labels.empty(), asked == model::NodeFields::kNone) << i;
+        EXPECT_TRUE(node.annotations.empty());
+        EXPECT_EQ(node.allocatable.milli_cpu, 0);
+      }
+    }
+  }
+}
+
 // The same bodies offered as they arrive (what the listener does): in pieces,
 // each offered before the next is appended; the whole body then decodes as
 // the whole walk does, and the plain one through the head walked early.

@@ -89,6 +89,9 @@ class Profile {
 
   const std::string& name() const { return name_; }
   std::span<const std::unique_ptr<policy::Policy>> policies() const { return policies_; }
+  // The node blocks a full-mode request is decoded with for this profile:
+  // those any of its policies reads (Policy::NodeFieldsRead).
+  model::NodeFields node_fields() const { return node_fields_; }
 
   // Runs each PreFilter once, then every filter on each node in configured
   // order up to the first rejection. A kError verdict or PreFilter failure
@@ -182,6 +185,7 @@ class Profile {
   std::vector<NamedPreempter> preempters_;
   std::vector<NamedReserver> reservers_;
   int64_t total_weight_ = 0;
+  model::NodeFields node_fields_ = model::NodeFields::kNone;
   // What the per-node loops prefetch of each NodeInfo: its first line (usage,
   // taints, conditions) and the lines of this profile's node summaries.
   std::array<uint16_t, 5> prefetch_offsets_{};

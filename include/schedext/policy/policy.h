@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "schedext/model/node_fields.h"
 #include "schedext/model/node_info.h"
 #include "schedext/model/pod_info.h"
 #include "schedext/policy/request_state.h"
@@ -128,6 +129,11 @@ class Policy {
   virtual const ScoreHook* AsScorer() const { return nullptr; }
   virtual const PreemptHook* AsPreempter() const { return nullptr; }
   virtual const ReserveHook* AsReserver() const { return nullptr; }
+  // The optional node blocks its hooks read (node_fields.h). Nodes that come
+  // whole in a full-mode request are decoded with only the blocks its
+  // profile's policies name; the others are left empty. The default names
+  // them all: override it only with every block any hook of the policy reads.
+  virtual model::NodeFields NodeFieldsRead() const { return model::NodeFields::kAll; }
 
  protected:
   Policy() = default;

@@ -144,8 +144,9 @@ class ExtenderService {
   // count. A body that does not decode, or that sends nodes without a pod, is
   // a bad request: its message goes to summary.error and, through
   // `append_error` (the verb's error shape), to `out`; then false (answer 400).
-  bool DecodeExtenderArgs(const wire::RequestBuffer& body, Scratch& s, std::string& out,
-                          RequestSummary& summary,
+  // Full-mode nodes get the blocks the profile's policies read.
+  bool DecodeExtenderArgs(const pipeline::Profile& profile, const wire::RequestBuffer& body,
+                          Scratch& s, std::string& out, RequestSummary& summary,
                           void (*append_error)(std::string_view, std::string&)) const;
   // Loads the cluster snapshot into s.snapshot: kUnavailable before the cache
   // has synced; OK and null without a cache.

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <memory>
 
+#include "schedext/model/node_fields.h"
 #include "schedext/status.h"
 #include "schedext/wire/messages.h"
 #include "schedext/wire/request_buffer.h"
@@ -39,8 +40,11 @@ class RequestDecoder {
   RequestDecoder& operator=(const RequestDecoder&) = delete;
 
   // ExtenderArgs (filter, prioritize). A body that is JSON `null` decodes to an
-  // empty view (no pod, kNone).
-  Status DecodeExtenderArgs(const RequestBuffer& body, ExtenderArgsView& out);
+  // empty view (no pod, kNone). Full-mode nodes get only the optional blocks
+  // in `node_fields` (model/node_fields.h; the profile's); the others are
+  // skipped unread and left empty.
+  Status DecodeExtenderArgs(const RequestBuffer& body, ExtenderArgsView& out,
+                            model::NodeFields node_fields = model::NodeFields::kAll);
   // A 5,000-node full-mode body takes ~15 ms to arrive over loopback. The
   // listener offers such a body while it is still being received; once the
   // first part (from DecoderOptions::split_min_bytes up) is there, its walk
@@ -49,7 +53,10 @@ class RequestDecoder {
   // that walk and drop it. Until then the buffer must not move and the bytes
   // it held when offered must not change (appending is fine). Returns whether
   // to offer this body again as more of it arrives.
-  bool DecodeWhileReceiving(const RequestBuffer& body, size_t total_bytes);
+  // `node_fields` must be the DecodeExtenderArgs call's, or that call walks
+  // the body again.
+  bool DecodeWhileReceiving(const RequestBuffer& body, size_t total_bytes,
+                            model::NodeFields node_fields = model::NodeFields::kAll);
   // Waits for a walk DecodeWhileReceiving started and drops it: before the
   // body it reads is cleared or freed.
   void Settle();

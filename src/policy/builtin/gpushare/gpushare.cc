@@ -156,6 +156,7 @@ class GpuShare final : public Policy,
   }
 
   std::string_view Name() const override { return kName; }
+  model::NodeFields NodeFieldsRead() const override { return model::NodeFields::kResources; }
   const FilterHook* AsFilter() const override { return this; }
   const ScoreHook* AsScorer() const override { return this; }
   const PreemptHook* AsPreempter() const override { return this; }

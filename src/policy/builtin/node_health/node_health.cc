@@ -40,6 +40,7 @@ class NodeHealth final : public Policy, public FilterHook {
                      (options.network_unavailable ? model::kConditionNetworkUnavailable : 0)) {}
 
   std::string_view Name() const override { return kName; }
+  model::NodeFields NodeFieldsRead() const override { return model::NodeFields::kNone; }
   const FilterHook* AsFilter() const override { return this; }
 
   // FilterHook

@@ -285,6 +285,7 @@ class NodeLabel final : public Policy, public FilterHook, public ScoreHook {
   }
 
   std::string_view Name() const override { return kName; }
+  model::NodeFields NodeFieldsRead() const override { return model::NodeFields::kLabels; }
   const FilterHook* AsFilter() const override {
     return rules_->required.empty() && rules_->forbidden.empty() ? nullptr : this;
   }

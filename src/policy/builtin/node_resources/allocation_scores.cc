@@ -123,6 +123,7 @@ class AllocationScorer final : public Policy, public ScoreHook {
         summaries_(ResourceSummaries::For(context.handle)) {}
 
   std::string_view Name() const override { return name_; }
+  model::NodeFields NodeFieldsRead() const override { return model::NodeFields::kResources; }
   const ScoreHook* AsScorer() const override { return this; }
 
   // ScoreHook

@@ -183,6 +183,7 @@ class NodeResourcesFit final : public Policy, public FilterHook, public PreemptH
         summaries_(ResourceSummaries::For(context.handle)) {}
 
   std::string_view Name() const override { return kName; }
+  model::NodeFields NodeFieldsRead() const override { return model::NodeFields::kResources; }
   const FilterHook* AsFilter() const override { return this; }
   const PreemptHook* AsPreempter() const override { return this; }
 

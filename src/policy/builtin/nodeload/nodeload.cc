@@ -287,6 +287,7 @@ class NodeLoad final : public Policy,
                        FormatNumber(spec_.hot_memory_percent.value_or(0)) + "%") {}
 
   std::string_view Name() const override { return kName; }
+  model::NodeFields NodeFieldsRead() const override { return model::NodeFields::kResources; }
   const FilterHook* AsFilter() const override {
     return spec_.hot_cpu_percent.has_value() || spec_.hot_memory_percent.has_value() ? this
                                                                                       : nullptr;

@@ -19,6 +19,7 @@ constexpr std::string_view kReasonUntolerated = "node(s) had untolerated taint";
 class TaintToleration final : public Policy, public FilterHook, public ScoreHook {
  public:
   std::string_view Name() const override { return kName; }
+  model::NodeFields NodeFieldsRead() const override { return model::NodeFields::kNone; }
   const FilterHook* AsFilter() const override { return this; }
   const ScoreHook* AsScorer() const override { return this; }
 
