@@ -116,7 +116,6 @@ struct RequestDecoder::Impl : internal::FieldDecoder {
     size_t total = 0;  // the body's Content-Length
     size_t cut = 0;
     size_t copied = 0;  // of the body after the cut, into the tail document
-    model::NodeFields fields = model::NodeFields::kAll;
     bool ok = false;
     ExtenderArgsView args;
   };
@@ -615,7 +614,6 @@ bool RequestDecoder::DecodeWhileReceiving(const RequestBuffer& body, size_t tota
   early.total = total_bytes;
   early.cut = cut;
   early.copied = 0;
-  early.fields = node_fields;
   early.ok = false;
   const size_t capacity = body.capacity();
   try {
@@ -637,7 +635,8 @@ void RequestDecoder::Settle() { impl_->JoinEarly(); }
 
 bool RequestDecoder::Impl::FinishEarly(const RequestBuffer& body, model::NodeFields fields,
                                        ExtenderArgsView& out) {
-  if (early.body != body.data() || early.total != body.size() || early.fields != fields) {
+  // node_fields(): the blocks DecodeWhileReceiving started the head's walk with.
+  if (early.body != body.data() || early.total != body.size() || node_fields() != fields) {
     JoinEarly();
     return false;
   }

@@ -123,7 +123,9 @@ class NodeNumeric final : public Policy, public FilterHook, public ScoreHook {
   }
 
   std::string_view Name() const override { return kName; }
-  model::NodeFields NodeFieldsRead() const override { return model::NodeFields::kLabels | model::NodeFields::kAnnotations; }
+  model::NodeFields NodeFieldsRead() const override {
+    return model::NodeFields::kLabels | model::NodeFields::kAnnotations;
+  }
   const FilterHook* AsFilter() const override {
     return spec_.min.has_value() || spec_.max.has_value() ? this : nullptr;
   }
