@@ -20,6 +20,7 @@
 //   schedext-prod-bench --schedext BIN --config bench/prod-profiles.yaml --out DIR
 //       [--go-baseline BIN] [--nodes 5000] [--pods-per-node 2] [--rounds 3]
 //       [--requests 300] [--go-requests 60] [--churn-rate 60] [--full 5000,15000]
+//       [--full-requests 20]
 //       [--profiles default,resources,gpushare,labels] [--gpu-profiles gpushare]
 //       [--trace-seconds 0] [--trace-profiles default,gpushare] [--cpu-split] [--smoke]
 //
@@ -89,6 +90,9 @@ struct Options {
   int go_requests = 60;
   double churn_rate = 60;  // writes per second through the API server
   std::vector<size_t> full = {5000, 15000};
+  // schedext requests per full-mode run up to 5,000 nodes (a quarter of it,
+  // at least 3, above); the Go floor takes ~1 s per request and gets 3 (1).
+  int full_requests = 20;
   std::vector<std::string> profiles = {"default", "resources", "gpushare", "labels"};
   std::vector<std::string> gpu_profiles = {"gpushare"};
   double trace_seconds = 0;
@@ -108,7 +112,8 @@ struct Options {
 constexpr std::string_view kUsage =
     "usage: schedext-prod-bench --schedext BIN --config FILE --out DIR [--go-baseline BIN]\n"
     "  [--nodes N] [--pods-per-node K] [--rounds R] [--requests Q] [--go-requests Q]\n"
-    "  [--churn-rate WRITES_PER_S] [--full N,N|none] [--profiles a,b] [--gpu-profiles a,b]\n"
+    "  [--churn-rate WRITES_PER_S] [--full N,N|none] [--full-requests Q]\n"
+    "  [--profiles a,b] [--gpu-profiles a,b]\n"
     "  [--trace-seconds S] [--trace-profiles a,b] [--create-threads T] [--seed S] [--smoke]\n"
     "  [--cpu-split]\n"
     "  [--variants NAME=CONFIG[@SCHEDEXT_BIN],...]\n";
@@ -163,6 +168,8 @@ bool ParseOptions(int argc, char** argv, Options& o) {
       o.full.clear();
       for (const std::string& n : SplitList(v))
         o.full.push_back(std::strtoull(n.c_str(), nullptr, 10));
+    } else if (arg == "--full-requests") {
+      o.full_requests = std::max(1, std::atoi(v.c_str()));
     } else if (arg == "--profiles") {
       o.profiles = SplitList(v);
     } else if (arg == "--gpu-profiles") {
@@ -1168,7 +1175,8 @@ int main(int argc, char** argv) {
     for (const std::string verb : {"filter", "prioritize"}) {
       if (n > 5000 && verb == std::string("prioritize")) continue;
       const std::string profile = o.profiles.empty() ? "default" : o.profiles.front();
-      const int sreqs = o.smoke ? 3 : (n > 5000 ? 3 : 6);
+      const int sreqs = o.smoke ? 3 : (n > 5000 ? std::max(3, o.full_requests / 4)
+                                                  : o.full_requests);
       const int greqs = o.smoke ? 2 : (n > 5000 ? 1 : 3);
       if (o.smoke) {
         Conn c(port);
@@ -1344,7 +1352,9 @@ int main(int argc, char** argv) {
   md << "Production path: " << o.nodes << " nodes and " << o.nodes * o.pods_per_node
      << " pods in a real kube-apiserver, schedext's cache filled through `--kubeconfig`; "
      << o.rounds << " alternating rounds, " << o.requests << " schedext / " << o.go_requests
-     << " Go requests per run on one keep-alive connection.\n\n"
+     << " Go requests per run on one keep-alive connection (full mode: " << o.full_requests
+     << " schedext / 3 Go up to 5,000 nodes, " << std::max(3, o.full_requests / 4)
+     << " / 1 above).\n\n"
      << notes.str() << "\n";
   md << "Replies checked before measuring:\n\n" << sanity.str() << "\n";
   md << "#### Names mode, idle\n\n"
