@@ -800,6 +800,49 @@ TEST(HttpServerParallelDecodeTest, LargeFullBodiesGetTheOneThreadReply) {
   EXPECT_EQ(ParseJson(want[1]).size(), nodes.size());
 }
 
+// Bodies of a MiB and more are read with the socket's low-water mark raised
+// (SetReceiveLowWater). A body arriving in uneven pieces, its last ones far
+// smaller than the mark, must still be read to its end, and the tiny request
+// that follows on the same connection must be read too: a mark left above
+// the bytes still due would stall either until the client gives up.
+TEST(HttpServerLowWaterTest, LargeBodiesInPiecesAndTheTinyRequestAfterThemAreRead) {
+  QuietLog quiet;
+  std::vector<std::string> nodes;
+  for (int i = 0; i < 3000; ++i) {
+    testing::NodeJson node("node-" + std::to_string(i));
+    node.Realistic().Ready().Allocatable("cpu", "4");
+    nodes.push_back(node.Build());
+  }
+  testing::PodJson pod("p");
+  pod.Realistic().Request("cpu", "100m");
+  const std::string body = testing::ExtenderArgsFullJson(pod.Build(), nodes);
+  ASSERT_GT(body.size(), size_t{3} << 20);  // several times the mark
+  TestServer server([](HttpServerOptions& o) { o.server.max_body_bytes = size_t{16} << 20; });
+  ASSERT_TRUE(server.init().ok()) << server.init().ToString();
+  const std::string request = BuildRequest("POST", "/filter", body);
+  const HttpReply whole = Exchange(server.port(), request);
+  ASSERT_EQ(whole.status, 200) << whole.body.substr(0, 200);
+  EXPECT_EQ(ItemNames(ParseJson(whole.body)["Nodes"]).size(), nodes.size());
+  RawConnection c;
+  ASSERT_TRUE(c.Connect(server.port())) << c.error();
+  for (int round = 0; round < 2; ++round) {
+    size_t from = 0;
+    for (const size_t per_10k : {300, 6000, 9900, 9990, 9999, 10000}) {
+      const size_t cut = request.size() * per_10k / 10000;
+      ASSERT_TRUE(c.Send(std::string_view(request).substr(from, cut - from))) << c.error();
+      from = cut;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    HttpReply reply;
+    ASSERT_TRUE(c.ReadReply(reply)) << "round " << round << ": " << c.error();
+    EXPECT_EQ(reply.status, 200);
+    EXPECT_EQ(reply.body, whole.body) << "round " << round;
+    ASSERT_TRUE(c.Send(BuildRequest("GET", "/healthz", ""))) << c.error();
+    ASSERT_TRUE(c.ReadReply(reply)) << "round " << round << ": " << c.error();
+    EXPECT_EQ(reply.status, 200);
+  }
+}
+
 // server.keepLargeBuffers: with keepBufferBytes far below the fixtures' size,
 // every request borrows the one spare set of buffers and gives it back. Bodies
 // of different sizes on different connections (so different workers), chunked
