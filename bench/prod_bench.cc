@@ -90,9 +90,7 @@ struct Options {
   int go_requests = 60;
   double churn_rate = 60;  // writes per second through the API server
   std::vector<size_t> full = {5000, 15000};
-  // schedext requests per full-mode run up to 5,000 nodes (a quarter of it,
-  // at least 3, above); the Go floor takes ~1 s per request and gets 3 (1).
-  int full_requests = 20;
+  int full_requests = 20;  // FullRequestsFor
   std::vector<std::string> profiles = {"default", "resources", "gpushare", "labels"};
   std::vector<std::string> gpu_profiles = {"gpushare"};
   double trace_seconds = 0;
@@ -108,6 +106,19 @@ struct Options {
   bool cpu_split = false;
   uint64_t seed = 1;
 };
+
+// Requests per full-mode run of `nodes` nodes: --full-requests for schedext
+// up to 5,000 nodes and a quarter of it (at least 3) above; the Go floor
+// takes ~1 s per request at 5,000 nodes and gets 3 (1 above).
+struct FullRequests {
+  int schedext;
+  int go;
+};
+FullRequests FullRequestsFor(const Options& o, size_t nodes) {
+  if (o.smoke) return {3, 2};
+  if (nodes > 5000) return {std::max(3, o.full_requests / 4), 1};
+  return {o.full_requests, 3};
+}
 
 constexpr std::string_view kUsage =
     "usage: schedext-prod-bench --schedext BIN --config FILE --out DIR [--go-baseline BIN]\n"
@@ -1175,9 +1186,9 @@ int main(int argc, char** argv) {
     for (const std::string verb : {"filter", "prioritize"}) {
       if (n > 5000 && verb == std::string("prioritize")) continue;
       const std::string profile = o.profiles.empty() ? "default" : o.profiles.front();
-      const int sreqs = o.smoke ? 3 : (n > 5000 ? std::max(3, o.full_requests / 4)
-                                                  : o.full_requests);
-      const int greqs = o.smoke ? 2 : (n > 5000 ? 1 : 3);
+      const FullRequests counts = FullRequestsFor(o, n);
+      const int sreqs = counts.schedext;
+      const int greqs = counts.go;
       if (o.smoke) {
         Conn c(port);
         int status = 0;
@@ -1352,9 +1363,10 @@ int main(int argc, char** argv) {
   md << "Production path: " << o.nodes << " nodes and " << o.nodes * o.pods_per_node
      << " pods in a real kube-apiserver, schedext's cache filled through `--kubeconfig`; "
      << o.rounds << " alternating rounds, " << o.requests << " schedext / " << o.go_requests
-     << " Go requests per run on one keep-alive connection (full mode: " << o.full_requests
-     << " schedext / 3 Go up to 5,000 nodes, " << std::max(3, o.full_requests / 4)
-     << " / 1 above).\n\n"
+     << " Go requests per run on one keep-alive connection (full mode: "
+     << FullRequestsFor(o, 5000).schedext << " schedext / " << FullRequestsFor(o, 5000).go
+     << " Go up to 5,000 nodes, " << FullRequestsFor(o, 5001).schedext << " / "
+     << FullRequestsFor(o, 5001).go << " above).\n\n"
      << notes.str() << "\n";
   md << "Replies checked before measuring:\n\n" << sanity.str() << "\n";
   md << "#### Names mode, idle\n\n"
