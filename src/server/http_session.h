@@ -408,9 +408,9 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   // virtual machine: bench/ab --mode full, p50 -8.4 % at 5,000 nodes (lower
   // in 12 of 12 pairs), -17.9 % at 15,000; 256 KiB and 2-4 MiB did worse
   // than 1 MiB. Never above what is still due, so no read waits for bytes
-  // that are not coming. Plain TCP
-  // only: under TLS the ciphertext still due can be less than the plaintext
-  // still due (records the TLS layer has buffered), so no such bound holds.
+  // that are not coming. Plain TCP only: under TLS the ciphertext still due
+  // can be less than the plaintext still due (records the TLS layer has
+  // buffered), so no such bound holds.
   void SetReceiveLowWater(size_t bytes) {
     if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
       if (bytes == receive_low_water_) {
