@@ -102,9 +102,6 @@ using Clock = std::chrono::steady_clock;
 
 bool Counts(const PodEntry& entry) { return !entry.pod->info().node_name.empty(); }
 
-void RemoveZeroScalars(model::ResourceList& list) {
-  std::erase_if(list.scalars, [](const model::ScalarResource& s) { return s.amount == 0; });
-}
 
 std::string PodName(const AssumeRequest& request) {
   return std::string(request.pod_namespace) + "/" + std::string(request.pod_name);
@@ -175,8 +172,8 @@ struct ClusterCache::Index {
       usage.scoring_requested.AssignIds(*names);
     }
     if (sign < 0) {
-      RemoveZeroScalars(usage.requested);
-      RemoveZeroScalars(usage.scoring_requested);
+      usage.requested.RemoveZeroScalars();
+      usage.scoring_requested.RemoveZeroScalars();
     }
     for (size_t slot = 0; slot < accountings.size(); ++slot) {
       const policy::NodeAccounting& accounting = *accountings[slot];

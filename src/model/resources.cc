@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 #include "common/text.h"
 #include "schedext/model/quantity.h"
@@ -42,12 +43,6 @@ auto* WellKnownField(List& list, std::string_view name) {
 // `"text"`, cut like Quantity::Parse's messages cut it (40 bytes, whole UTF-8
 // sequences) so both errors read alike.
 
-template <typename Scalars>
-auto* FindScalar(Scalars& scalars, std::string_view name) {
-  auto it = std::find_if(scalars.begin(), scalars.end(),
-                         [name](const ScalarResource& s) { return s.name == name; });
-  return it == scalars.end() ? nullptr : &*it;
-}
 
 }  // namespace
 
@@ -69,14 +64,14 @@ int64_t ResourceList::Get(std::string_view name) const {
   if (const int64_t* field = WellKnownField(*this, name)) {
     return *field;
   }
-  const ScalarResource* scalar = FindScalar(scalars, name);
+  const ScalarResource* scalar = FindScalar(name);
   return scalar == nullptr ? 0 : scalar->amount;
 }
 
 void ResourceList::Set(std::string_view name, int64_t amount) {
   if (int64_t* field = WellKnownField(*this, name)) {
     *field = amount;
-  } else if (ScalarResource* scalar = FindScalar(scalars, name)) {
+  } else if (ScalarResource* scalar = FindScalar(name)) {
     scalar->amount = amount;
   } else {
     Append(name, amount);
@@ -86,7 +81,7 @@ void ResourceList::Set(std::string_view name, int64_t amount) {
 void ResourceList::Add(std::string_view name, int64_t amount) {
   if (int64_t* field = WellKnownField(*this, name)) {
     *field = SaturatingAdd(*field, amount);
-  } else if (ScalarResource* scalar = FindScalar(scalars, name)) {
+  } else if (ScalarResource* scalar = FindScalar(name)) {
     scalar->amount = SaturatingAdd(scalar->amount, amount);
   } else if (amount != 0) {
     // Adding zero to an absent name changes nothing; an entry would only cost
@@ -113,7 +108,7 @@ void ResourceList::MaxWith(const ResourceList& other) {
   pods = std::max(pods, other.pods);
   for (size_t i = 0; i < other.scalars.size(); ++i) {
     const ScalarResource theirs = other.scalars[i];
-    if (ScalarResource* mine = FindScalar(scalars, theirs.name)) {
+    if (ScalarResource* mine = FindScalar(theirs.name)) {
       mine->amount = std::max(mine->amount, theirs.amount);
     } else if (theirs.amount > 0) {
       // An absent name counts as 0, so only a positive amount changes it.
@@ -138,6 +133,10 @@ int64_t ResourceList::Get(const InternedName& name) const {
     default:
       break;
   }
+  if (!index_.empty()) {
+    const ScalarResource* scalar = FindScalar(name.text);
+    return scalar == nullptr ? 0 : scalar->amount;
+  }
   for (const ScalarResource& s : scalars) {
     if (s.id == name.id) {
       return s.amount;
@@ -156,6 +155,39 @@ void ResourceList::AssignIds(const NameTable& table) {
 void ResourceList::Append(std::string_view name, int64_t amount) {
   scalars.push_back(
       ScalarResource{name, amount, ids_from_ != nullptr ? ids_from_->Find(name) : kNoNameId});
+  if (!index_.empty()) {
+    index_.Insert(name, static_cast<uint32_t>(scalars.size() - 1));
+  } else if (scalars.size() > kScanLimit) {
+    index_.Rebuild(scalars.size(), [this](uint32_t p) { return scalars[p].name; });
+  }
+}
+
+const ScalarResource* ResourceList::FindScalar(std::string_view name) const {
+  if (!index_.empty()) {
+    const uint32_t p = index_.Find(name, [this](uint32_t i) { return scalars[i].name; });
+    return p == KeyIndex::kNotFound ? nullptr : &scalars[p];
+  }
+  for (size_t i = 0; i < scalars.size(); ++i) {
+    if (scalars[i].name == name) {
+      CountKeyProbes(i + 1);
+      return &scalars[i];
+    }
+  }
+  CountKeyProbes(scalars.size());
+  return nullptr;
+}
+
+ScalarResource* ResourceList::FindScalar(std::string_view name) {
+  return const_cast<ScalarResource*>(std::as_const(*this).FindScalar(name));
+}
+
+void ResourceList::RemoveZeroScalars() {
+  std::erase_if(scalars, [](const ScalarResource& s) { return s.amount == 0; });
+  if (scalars.size() > kScanLimit) {
+    index_.Rebuild(scalars.size(), [this](uint32_t p) { return scalars[p].name; });
+  } else {
+    index_.Reset();
+  }
 }
 
 void ResourceList::Clear() {
@@ -164,6 +196,7 @@ void ResourceList::Clear() {
   ephemeral_storage = 0;
   pods = 0;
   scalars.clear();  // keeps the capacity for the next request
+  index_.Reset();
   ids_from_ = nullptr;
 }
 

@@ -141,13 +141,26 @@ const StringMap::Tag* StringMap::FindTag(NameId key) const {
   return nullptr;
 }
 
-std::optional<std::string_view> StringMap::Find(std::string_view key) const {
-  for (const Entry& entry : entries_) {
-    if (entry.first == key) {
-      return entry.second;
+uint32_t StringMap::PositionOf(std::string_view key) const {
+  if (!index_.empty()) {
+    return index_.Find(key, [this](uint32_t p) { return entries_[p].first; });
+  }
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (entries_[i].first == key) {
+      CountKeyProbes(i + 1);
+      return static_cast<uint32_t>(i);
     }
   }
-  return std::nullopt;
+  CountKeyProbes(entries_.size());
+  return KeyIndex::kNotFound;
+}
+
+std::optional<std::string_view> StringMap::Find(std::string_view key) const {
+  const uint32_t position = PositionOf(key);
+  if (position == KeyIndex::kNotFound) {
+    return std::nullopt;
+  }
+  return entries_[position].second;
 }
 
 std::optional<std::string_view> StringMap::Find(const InternedName& key) const {
@@ -198,21 +211,28 @@ std::optional<int64_t> StringMap::FindInteger(const InternedName& key) const {
 }
 
 void StringMap::Set(std::string_view key, std::string_view value) {
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    if (entries_[i].first == key) {
-      entries_[i].second = value;
-      if (ids_from_ != nullptr) {
-        for (Tag& tag : tags_) {
-          if (tag.index == i) {
-            tag = MakeTag(tag.key, tag.index);
-            break;
-          }
+  const auto key_at = [this](uint32_t p) { return entries_[p].first; };
+  // An indexed map records a new key as it looks for it.
+  const uint32_t i =
+      index_.empty()
+          ? PositionOf(key)
+          : index_.FindOrInsert(key, static_cast<uint32_t>(entries_.size()), key_at);
+  if (i != KeyIndex::kNotFound) {
+    entries_[i].second = value;
+    if (ids_from_ != nullptr) {
+      for (Tag& tag : tags_) {
+        if (tag.index == i) {
+          tag = MakeTag(tag.key, tag.index);
+          break;
         }
       }
-      return;
     }
+    return;
   }
   entries_.emplace_back(key, value);
+  if (index_.empty() && entries_.size() > kScanLimit) {
+    index_.Rebuild(entries_.size(), key_at);
+  }
   if (ids_from_ != nullptr) {
     if (const NameId id = ids_from_->Find(key); id != kNoNameId) {
       tags_.push_back(MakeTag(id, static_cast<uint32_t>(entries_.size() - 1)));

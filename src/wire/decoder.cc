@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "schedext/model/key_index.h"
 #include "schedext/model/resources.h"
 #include "wire/json_fields.h"
 #include "wire/json_scan.h"
@@ -138,6 +139,9 @@ struct RequestDecoder::Impl : internal::FieldDecoder {
   // NodeNameToMetaVictims while decoding PreemptionArgs (swapped into the view
   // when it is the map that counts).
   std::vector<VictimsView> meta_nodes;
+  // The victims map being decoded, node name → slot: a body may name 100,000
+  // nodes, and a scan per node for a repeat would be quadratic.
+  model::KeyIndex victims_index;
 
   // "Pod" of ExtenderArgs and ExtenderPreemptionArgs: null clears it; an
   // object decodes into `pod` (a repeated key merges into it, as Go's does).
@@ -210,16 +214,17 @@ struct RequestDecoder::Impl : internal::FieldDecoder {
   // entries[0, count), in document order; a repeated node replaces its entry.
   bool DecodeVictimsMap(od::value& v, std::vector<VictimsView>& entries, size_t& count, bool full) {
     count = 0;
+    victims_index.Reset();
+    const auto node_at = [&entries](uint32_t slot) { return entries[slot].node; };
     return ForEachField(v, [&](std::string_view node_name, od::value& value) {
-      size_t slot = 0;
-      while (slot < count && entries[slot].node != node_name) {
-        ++slot;
-      }
-      if (slot == count) {
+      size_t slot = victims_index.FindOrInsert(node_name, static_cast<uint32_t>(count), node_at);
+      if (slot == model::KeyIndex::kNotFound) {
+        slot = count;
         if (count == entries.size()) {
           entries.emplace_back();
         }
         ++count;
+        entries[slot].node = node_name;
       }
       VictimsView& entry = entries[slot];
       entry.node = node_name;

@@ -4,9 +4,12 @@
 
 #include <simdjson.h>
 
+#include <cstdint>
 #include <string>
 #include <utility>
 
+#include "common/text.h"
+#include "schedext/model/key_index.h"
 #include "wire/json_fields.h"
 
 namespace schedext::wire {
@@ -147,18 +150,24 @@ struct ObjectDecoder::Impl : internal::FieldDecoder {
       if (KeyIs(key, "data")) {
         // A repeated "data" replaces the earlier one, as for other maps.
         config_map.data.clear();
+        // Repeats found by hashing: a ConfigMap may hold tens of thousands of
+        // keys, and a scan per key would be quadratic.
+        model::KeyIndex keys;
+        const auto key_at = [this](uint32_t p) {
+          return std::string_view(config_map.data[p].first);
+        };
         return ForEachField(value, [&](std::string_view data_key, od::value& data_value) {
           std::string_view text;  // null: "", as Go decodes it into a map[string]string
           if (!ReadString(data_value, text)) {
             return false;
           }
-          for (auto& entry : config_map.data) {
-            if (entry.first == data_key) {
-              entry.second = text;
-              return true;
-            }
+          const uint32_t p =
+              keys.FindOrInsert(data_key, static_cast<uint32_t>(config_map.data.size()), key_at);
+          if (p != model::KeyIndex::kNotFound) {
+            config_map.data[p].second = text;
+          } else {
+            config_map.data.emplace_back(data_key, text);
           }
-          config_map.data.emplace_back(data_key, text);
           return true;
         });
       }
@@ -289,7 +298,7 @@ struct ObjectDecoder::Impl : internal::FieldDecoder {
             return false;
           }
           if (!ParseEventType(text, event.type)) {
-            return Fail("unknown watch event type \"" + std::string(text) + "\"");
+            return Fail("unknown watch event type " + QuoteShort(text));
           }
           has_type = true;
           return true;

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "schedext/model/key_index.h"
 #include "schedext/model/name_table.h"
 #include "schedext/status.h"
 
@@ -47,7 +48,8 @@ class ResourceList {
   int64_t ephemeral_storage = 0;
   int64_t pods = 0;
   // hugepages-*, extended resources, ...; at most one entry per name, in
-  // insertion order.
+  // insertion order. Read freely; change only through the methods below,
+  // which keep the index of a long list in step.
   std::vector<ScalarResource> scalars;
 
   // Amount of `name` (0 when absent). "cpu" answers milli-cores.
@@ -80,6 +82,8 @@ class ResourceList {
       if (s.amount != 0) fn(s.name, s.amount);
     }
   }
+  // Removes the scalars whose amount is 0.
+  void RemoveZeroScalars();
   // Resets every amount and the ids' table, keeping capacity for reuse.
   void Clear();
 
@@ -93,8 +97,15 @@ class ResourceList {
  private:
   // A new scalar, tagged when the list has a table.
   void Append(std::string_view name, int64_t amount);
+  // The scalar named `name`, or nullptr: a scan up to kScanLimit scalars,
+  // the index beyond.
+  ScalarResource* FindScalar(std::string_view name);
+  const ScalarResource* FindScalar(std::string_view name) const;
 
   const NameTable* ids_from_ = nullptr;
+  // Of scalars' names; empty up to kScanLimit scalars, so that a client's
+  // 60,000 extended resources cost linear time, not quadratic.
+  KeyIndex index_;
 };
 
 }  // namespace schedext::model

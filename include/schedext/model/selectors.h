@@ -15,13 +15,17 @@
 #include <utility>
 #include <vector>
 
+#include "schedext/model/key_index.h"
 #include "schedext/model/name_table.h"
 
 namespace schedext::model {
 
 // A string→string map (labels, annotations, nodeSelector) as a small vector of
 // pairs: lookups are linear scans, faster than hashing at the 5–30 entries real
-// objects have. Keys are unique; when a body repeats a key the last value wins.
+// objects have. Beyond kScanLimit entries the map also keeps a KeyIndex, so
+// that a client's pod with 32,000 annotations costs linear time to build and
+// constant time per lookup. Keys are unique; when a body repeats a key the
+// last value wins, at the first one's position.
 //
 // Once AssignIds(table) ran, every entry whose key the table holds also has a
 // tag, in a compact array of its own: the key's and the value's ids (kNoNameId
@@ -62,6 +66,7 @@ class StringMap {
   void Clear() {
     entries_.clear();
     tags_.clear();
+    index_.Reset();
     ids_from_ = nullptr;
   }
   size_t size() const { return entries_.size(); }
@@ -86,11 +91,14 @@ class StringMap {
   };
   Tag MakeTag(NameId key, uint32_t index) const;
   const Tag* FindTag(NameId key) const;
+  // The position of `key` in entries_, or KeyIndex::kNotFound.
+  uint32_t PositionOf(std::string_view key) const;
 
   // The members the by-id lookups read first, together.
   const NameTable* ids_from_ = nullptr;
   std::vector<Tag> tags_;  // in entry order; empty while ids_from_ is null
   std::vector<Entry> entries_;
+  KeyIndex index_;  // of entries_' keys; empty up to kScanLimit entries
 };
 
 // A label or annotation value as NodeNumeric reads it: the whole text as a
