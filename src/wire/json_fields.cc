@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/text.h"
 #include "schedext/model/resources.h"
 #include "schedext/wire/request_buffer.h"
 #include "wire/json_scan.h"
@@ -22,6 +23,18 @@
 namespace schedext::wire {
 namespace internal {
 namespace {
+
+// A number token for an error message: as it is when short and plain, else
+// quoted and cut, so a megabyte of digits costs the reply 40 bytes.
+std::string TokenText(std::string_view token) {
+  constexpr size_t kMaxPlain = 40;
+  bool plain = token.size() <= kMaxPlain;
+  for (size_t i = 0; plain && i < token.size(); ++i) {
+    const char c = token[i];
+    plain = c > ' ' && c < 0x7f && c != '"' && c != '\\';
+  }
+  return plain ? std::string(token) : QuoteShort(token, kMaxPlain);
+}
 
 static_assert(kJsonPadding >= simdjson::SIMDJSON_PADDING,
               "RequestBuffer padding must cover simdjson's");
@@ -251,9 +264,9 @@ bool FieldDecoder::ReadInt64(od::value& v, int64_t& out) {
     }
     // simdjson 3.0.1 reports both 5.0 and 2^63 as INCORRECT_TYPE.
     if (IsIntegerToken(token)) {
-      return Fail("integer " + std::string(token) + " is out of the int64 range");
+      return Fail("integer " + TokenText(token) + " is out of the int64 range");
     }
-    return Fail("expected an integer, got " + std::string(token));
+    return Fail("expected an integer, got " + TokenText(token));
   }
   out = value;
   return true;
@@ -293,7 +306,7 @@ bool FieldDecoder::ReadQuantity(std::string_view name, od::value& v, int64_t& am
       text = TrimJsonSpace(v.raw_json_token());
       if (!IsJsonNumber(text)) {
         std::string message = "malformed JSON: invalid number ";
-        message.append(text);
+        message.append(TokenText(text));
         return Fail(std::move(message));
       }
       break;

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/text.h"
 #include "schedext/model/resources.h"
 #include "wire/json_fields.h"
 
@@ -113,7 +114,7 @@ bool FieldDecoder::DecodeTaint(od::value& v, model::Taint& taint) {
       }
       const std::optional<model::TaintEffect> effect = model::ParseTaintEffect(text);
       if (!effect.has_value()) {
-        return Fail("unknown taint effect \"" + std::string(text) + "\"");
+        return Fail("unknown taint effect " + QuoteShort(text));
       }
       taint.effect = *effect;
       return true;

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/text.h"
 #include "schedext/model/resources.h"
 #include "wire/json_fields.h"
 
@@ -228,7 +229,7 @@ bool FieldDecoder::DecodeRequirements(od::value& v,
         }
         const std::optional<model::SelectorOperator> op = model::ParseSelectorOperator(text);
         if (!op.has_value()) {
-          return Fail("unknown selector operator \"" + std::string(text) + "\"");
+          return Fail("unknown selector operator " + QuoteShort(text));
         }
         requirement.op = *op;
         return true;
@@ -259,7 +260,7 @@ bool FieldDecoder::DecodeTolerations(od::value& v, std::vector<model::Toleration
         } else if (text == "Exists") {
           toleration.op = model::TolerationOperator::kExists;
         } else {
-          return Fail("unknown toleration operator \"" + std::string(text) + "\"");
+          return Fail("unknown toleration operator " + QuoteShort(text));
         }
         return true;
       }
@@ -277,7 +278,7 @@ bool FieldDecoder::DecodeTolerations(od::value& v, std::vector<model::Toleration
         }
         toleration.effect = model::ParseTaintEffect(text);
         if (!toleration.effect.has_value()) {
-          return Fail("unknown taint effect \"" + std::string(text) + "\"");
+          return Fail("unknown taint effect " + QuoteShort(text));
         }
         return true;
       }
