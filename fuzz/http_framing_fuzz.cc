@@ -82,10 +82,11 @@ http::HeadScan CheckScan(std::string_view rest, Pieces& pieces) {
     const http::HeadScan fresh = http::ScanHead(prefix, kMaxHeaderBytes);
     const http::HeadScan resumed = http::ScanHead(prefix, kMaxHeaderBytes, scanned);
     SCHEDEXT_FUZZ_CHECK(resumed.skip == fresh.skip && resumed.length == fresh.length &&
-                            resumed.too_large == fresh.too_large,
+                            resumed.too_large == fresh.too_large &&
+                            resumed.bare_lf == fresh.bare_lf,
                         "resumed scan differs from a fresh one at " + std::to_string(have));
     scanned = have;
-    if (fresh.length != 0 || fresh.too_large || have == rest.size()) {
+    if (fresh.length != 0 || fresh.too_large || fresh.bare_lf || have == rest.size()) {
       first = fresh;
       break;
     }

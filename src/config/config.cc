@@ -72,12 +72,12 @@ constexpr std::array<std::string_view, 5> kRecordFields = {"dir", "sampleRate", 
                                                            "maxFiles", "verbs"};
 constexpr std::array<std::string_view, 4> kRecordVerbs = {"filter", "prioritize", "preempt",
                                                           "bind"};
-constexpr std::array<std::string_view, 21> kServerFields = {
+constexpr std::array<std::string_view, 22> kServerFields = {
     "listen",          "threads",          "maxConnections",       "maxHeaderBytes",
     "maxBodyBytes",    "headerTimeoutSeconds", "bodyTimeoutSeconds", "readTimeoutSeconds",
     "writeTimeoutSeconds", "keepAliveTimeoutSeconds", "keepAliveMaxCount", "bindThreads",
     "maxPendingBinds", "shutdownGraceSeconds", "keepBufferBytes",   "keepLargeBuffers",
-    "parallelDecodeBytes", "ioSpinMicros",  "statusListen",         "tls",
+    "parallelDecodeBytes", "offloadBodyBytes", "ioSpinMicros",  "statusListen", "tls",
     "record"};
 constexpr std::array<std::string_view, 3> kTlsFields = {"certFile", "keyFile", "clientCAFile"};
 constexpr std::array<std::string_view, 2> kLogFields = {"level", "format"};
@@ -239,6 +239,8 @@ Status Loader::ReadServer(const Field& f, ServerConfig& server) const {
   SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "parallelDecodeBytes", kPath, 0, kMaxInt64,
                                        "a non-negative integer (0: off)",
                                        server.parallel_decode_bytes));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "offloadBodyBytes", kPath, 0, kMaxInt64,
+                                       "a non-negative integer", server.offload_body_bytes));
   SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "ioSpinMicros", kPath, 0, 10000,
                                        "an integer from 0 to 10000", server.io_spin_micros));
   if (const Field* tls = fields.Find("tls")) {

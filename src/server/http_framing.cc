@@ -143,6 +143,13 @@ HeadScan ScanHead(std::string_view buffered, size_t max_header_bytes, size_t sca
   // straddle it), so a head arriving a byte at a time costs linear time.
   const size_t from = scanned > scan.skip + 3 ? scanned - scan.skip - 3 : 0;
   const size_t end = rest.find("\r\n\r\n", from);
+  const size_t searched_to = end == std::string_view::npos ? rest.size() : end + 4;
+  for (size_t lf = rest.find('\n', from); lf < searched_to; lf = rest.find('\n', lf + 1)) {
+    if (lf == 0 || rest[lf - 1] != '\r') {
+      scan.bare_lf = true;
+      return scan;
+    }
+  }
   if (end != std::string_view::npos && end + 4 <= max_header_bytes) {
     scan.length = end + 4;
   } else if (end != std::string_view::npos || rest.size() > max_header_bytes) {

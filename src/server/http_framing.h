@@ -47,6 +47,11 @@ struct HeadScan {
   size_t length = 0;
   // The head is incomplete and already longer than max_header_bytes: 431.
   bool too_large = false;
+  // A line of the head ends in a bare LF: 400 at once. RFC 9112 §2.2 lets a
+  // server take LF alone as a line end, but no HTTP client kube-scheduler or
+  // curl uses sends one, and waiting for a CRLF CRLF that never comes would
+  // leave such a client without an answer until the header deadline.
+  bool bare_lf = false;
 };
 // `scanned`: how many bytes of `buffered` an earlier call with the same start
 // has already searched (0 the first time), so that a head arriving in many

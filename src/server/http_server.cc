@@ -43,11 +43,14 @@ int IoThreads(const config::ServerConfig& c) {
 // reads, its timers' cancellations and its write hopped between the threads,
 // each hop waking a sleeping one (~20 voluntary context switches per
 // request), and a busy neighbour on the same cores made every wake-up slow.
-// The listeners accept on the first io_context.
+// The listeners accept on an io_context of their own, run by a thread that
+// does nothing else: however long a handler runs on an I/O thread, new
+// connections are accepted and handed out.
 struct HttpServer::Impl {
   Impl(const ExtenderService& service, Metrics* metrics, HttpServerOptions o)
       : options(std::move(o)),
         threads(IoThreads(options.server)),
+        accept_context(1),
         iocs(MakeContexts(threads)),
         core(options.server, service, metrics, options) {}
 
@@ -58,7 +61,7 @@ struct HttpServer::Impl {
     }
     return v;
   }
-  net::io_context& accept_ioc() { return *iocs.front(); }
+  net::io_context& accept_ioc() { return accept_context; }
 
   struct Listener {
     explicit Listener(net::io_context& io, bool status) : acceptor(io), retry(io), status_only(status) {}
@@ -74,6 +77,7 @@ struct HttpServer::Impl {
   HttpServerOptions options;
   const int threads;
   // Before core and listeners: destroyed after them.
+  net::io_context accept_context;
   std::vector<std::unique_ptr<net::io_context>> iocs;
   http::ServerCore core;
   std::vector<std::unique_ptr<Listener>> listeners;
@@ -237,6 +241,7 @@ Status HttpServer::Serve() {
       return FailedPreconditionError("serve: Bind() first");
     }
     impl_->serving = true;
+    impl_->guards.push_back(net::make_work_guard(impl_->accept_ioc()));
     for (const auto& ioc : impl_->iocs) {
       impl_->guards.push_back(net::make_work_guard(*ioc));
     }
@@ -246,10 +251,10 @@ Status HttpServer::Serve() {
   }
   std::vector<std::thread> extra;
   const std::chrono::microseconds spin(impl_->options.server.io_spin_micros);
-  for (size_t i = 1; i < impl_->iocs.size(); ++i) {
-    extra.emplace_back([ioc = impl_->iocs[i].get(), spin] { RunIoThread(*ioc, spin); });
+  for (const auto& ioc : impl_->iocs) {
+    extra.emplace_back([ioc = ioc.get(), spin] { RunIoThread(*ioc, spin); });
   }
-  RunIoThread(impl_->accept_ioc(), spin);
+  impl_->accept_ioc().run();
   for (std::thread& t : extra) {
     t.join();
   }

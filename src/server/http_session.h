@@ -25,8 +25,10 @@
 //
 // A connection belongs to one I/O thread's io_context, run by that thread
 // alone, so its handlers never run concurrently (no strand). Verbs run on the
-// I/O thread (CPU work, latency-sensitive); bind calls the Kubernetes API, so
-// it runs on ServerCore::binds and the session resumes on its io_context
+// I/O thread (CPU work, latency-sensitive), except those with large bodies,
+// which run on ServerCore::large_verbs so that no request holds up the other
+// connections of its thread; bind calls the Kubernetes API, so it runs on
+// ServerCore::binds. Either way the session resumes on its io_context
 // afterwards.
 //
 // Only http_server.cc (and the TLS listener's .cc) include this header: it
@@ -50,10 +52,12 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
@@ -122,10 +126,18 @@ struct ServerCore {
                                                             ? SIZE_MAX
                                                             : c.parallel_decode_bytes}),
         binds(c.bind_threads, static_cast<size_t>(c.max_pending_binds)),
+        // A connection has at most one request in flight, so maxConnections
+        // bounds the queue; a refused post runs on the I/O thread instead.
+        large_verbs(VerbThreads(c), static_cast<size_t>(std::max(c.max_connections, 1))),
         transport_warnings(
             LogLimiter::Options{10.0, 20, "warnings about refused or broken connections"}, metrics) {
     limits.max_header_bytes = c.max_header_bytes;
     limits.max_body_bytes = c.max_body_bytes;
+  }
+
+  static int VerbThreads(const config::ServerConfig& c) {
+    return c.threads > 0 ? c.threads
+                         : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   }
 
   void Register(const std::shared_ptr<SessionBase>& s) {
@@ -159,6 +171,8 @@ struct ServerCore {
   Router router;
   WorkerPool workers;
   BlockingPool binds;
+  // Verbs with bodies from config.offload_body_bytes up (Session::Dispatch).
+  BlockingPool large_verbs;
   LogLimiter transport_warnings;
   std::atomic<bool> draining{false};
   std::atomic<int> connections{0};  // accepted and not yet destroyed
@@ -303,6 +317,9 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   void ProcessHead() {
     const HeadScan scan = ScanHead(Buffered(), core_.limits.max_header_bytes, scanned_);
     in_begin_ += scan.skip;
+    if (scan.bare_lf) {
+      return Refuse(400, "a line of the request head ends in LF without CR");
+    }
     if (scan.too_large) {
       return Refuse(431, "request header section larger than " +
                              std::to_string(core_.limits.max_header_bytes) +
@@ -463,19 +480,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     SetReceiveLowWater(1);  // the next request's head may be a few bytes
     Lowest().expires_never();
     if (route_.kind == Route::Kind::kVerb && route_.verb == Verb::kBind) {
-      // The io_context must not run out of work while the bind is away. The
-      // job's reference to the session is dropped inside the job, before the
-      // guard (a closure member, released after the call): if the rest of the
-      // connection has finished meanwhile, the Session is destroyed while the
-      // io_context still has work, never after Serve() may have returned and
-      // the ServerCore gone (found by fuzz/http_session).
-      auto job = [self = this->shared_from_this(),
-                  guard = net::make_work_guard(ioc_)]() mutable {
-        const std::shared_ptr<Session> session = std::move(self);
-        session->outcome_ = session->core_.router.Run(session->route_, *session->worker_);
-        net::post(session->stream_.get_executor(), [session] { session->WriteReply(); });
-      };
-      if (core_.binds.TryPost(std::move(job))) {
+      if (core_.binds.TryPost(RunAwayJob())) {
         return;
       }
       Warn("{} binds waiting (server.maxPendingBinds): bind refused with 503",
@@ -485,8 +490,32 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
                 worker_->out);
       return WriteReply();
     }
+    // A large body would hold this I/O thread, and every other connection on
+    // it, for as long as it takes to decode and decide; a full pool runs it
+    // here rather than refuse it.
+    if (route_.kind == Route::Kind::kVerb &&
+        worker_->body.size() >= core_.config.offload_body_bytes &&
+        core_.large_verbs.TryPost(RunAwayJob())) {
+      return;
+    }
     outcome_ = core_.router.Run(route_, *worker_);
     WriteReply();
+  }
+
+  // A job that runs the route on another thread, then writes the reply from
+  // this connection's io_context. The io_context must not run out of work
+  // while the request is away. The job's reference to the session is
+  // dropped inside the job, before the guard (a closure member, released
+  // after the call): if the rest of the connection has finished meanwhile,
+  // the Session is destroyed while the io_context still has work, never
+  // after Serve() may have returned and the ServerCore gone (found by
+  // fuzz/http_session).
+  std::function<void()> RunAwayJob() {
+    return [self = this->shared_from_this(), guard = net::make_work_guard(ioc_)]() mutable {
+      const std::shared_ptr<Session> session = std::move(self);
+      session->outcome_ = session->core_.router.Run(session->route_, *session->worker_);
+      net::post(session->stream_.get_executor(), [session] { session->WriteReply(); });
+    };
   }
 
   // Answers a refused head or body and closes.

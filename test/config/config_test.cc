@@ -83,6 +83,7 @@ server:
   keepBufferBytes: 268435456
   keepLargeBuffers: false
   parallelDecodeBytes: 0
+  offloadBodyBytes: 0
   ioSpinMicros: 400
   statusListen: "127.0.0.1:9090"
   tls:
@@ -127,6 +128,7 @@ profiles:
   EXPECT_EQ(c.server.keep_buffer_bytes, size_t{268435456});
   EXPECT_FALSE(c.server.keep_large_buffers);
   EXPECT_EQ(c.server.parallel_decode_bytes, 0u);
+  EXPECT_EQ(c.server.offload_body_bytes, 0u);
   EXPECT_EQ(c.server.io_spin_micros, 400);
   EXPECT_EQ(c.server.status_host, "127.0.0.1");
   EXPECT_EQ(c.server.status_port, 9090);
@@ -177,6 +179,7 @@ TEST(ConfigTest, AppliesDefaults) {
   EXPECT_EQ(got->server.keep_buffer_bytes, size_t{1} << 20);
   EXPECT_TRUE(got->server.keep_large_buffers);
   EXPECT_EQ(got->server.parallel_decode_bytes, size_t{4} << 20);
+  EXPECT_EQ(got->server.offload_body_bytes, size_t{256} << 10);
   EXPECT_EQ(got->server.io_spin_micros, 0);
   EXPECT_EQ(got->log.level, "info");
   EXPECT_EQ(got->log.format, "text");
@@ -221,7 +224,7 @@ TEST(ConfigTest, RejectsUnknownFields) {
        "maxHeaderBytes, maxBodyBytes, headerTimeoutSeconds, bodyTimeoutSeconds, "
        "readTimeoutSeconds, writeTimeoutSeconds, keepAliveTimeoutSeconds, keepAliveMaxCount, "
        "bindThreads, maxPendingBinds, shutdownGraceSeconds, keepBufferBytes, keepLargeBuffers, "
-       "parallelDecodeBytes, ioSpinMicros, statusListen, tls, record)"},
+       "parallelDecodeBytes, offloadBodyBytes, ioSpinMicros, statusListen, tls, record)"},
       {"tls", "server:\n  tls:\n    caFile: x\n" + p,
        "config.yaml:3:5: server.tls.caFile: unknown field (known: certFile, keyFile, "
        "clientCAFile)"},
@@ -250,6 +253,8 @@ TEST(ConfigTest, RejectsBadValues) {
        "config.yaml:2:12: server.threads: must be an integer from 0 (one per core) to 1024"},
       {"threads list", "server:\n  threads: [1]\n" + p,
        "config.yaml:2:12: server.threads: must be an integer from 0 (one per core) to 1024"},
+      {"offloadBodyBytes negative", "server:\n  offloadBodyBytes: -1\n" + p,
+       "config.yaml:2:21: server.offloadBodyBytes: must be a non-negative integer"},
       {"parallelDecodeBytes negative", "server:\n  parallelDecodeBytes: -1\n" + p,
        "config.yaml:2:24: server.parallelDecodeBytes: must be a non-negative integer (0: off)"},
       {"ioSpinMicros too long", "server:\n  ioSpinMicros: 10001\n" + p,

@@ -26,6 +26,7 @@
 #include "schedext/cluster/binder.h"
 #include "schedext/config/config.h"
 #include "schedext/pipeline/profile.h"
+#include "schedext/policy/policy.h"
 #include "schedext/policy/registry.h"
 #include "schedext/server/http_server.h"
 #include "schedext/server/metrics.h"
@@ -97,15 +98,80 @@ class BlockingBinder final : public cluster::PodBinder {
   bool released_ = false;
 };
 
+// A filter policy that holds every request in PreFilter until released,
+// like a request whose decode or decision takes long.
+class Gate {
+ public:
+  void Hold() const {
+    std::unique_lock<std::mutex> lock(mu_);
+    ++entered_;
+    cv_.notify_all();
+    cv_.wait_for(lock, std::chrono::seconds(20), [this] { return released_; });
+  }
+  bool WaitEntered(int n) const {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(10), [&] { return entered_ >= n; });
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+  bool released() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return released_;
+  }
+
+  // Registers policy "Gate" in `registry`, held by this gate.
+  void RegisterIn(policy::Registry& registry) const {
+    class GatePolicy final : public policy::Policy, public policy::FilterHook {
+     public:
+      explicit GatePolicy(const Gate& gate) : gate_(gate) {}
+      std::string_view Name() const override { return "Gate"; }
+      const policy::FilterHook* AsFilter() const override { return this; }
+      Status PreFilter(policy::RequestState&, const model::PodInfo&) const override {
+        gate_.Hold();
+        return OkStatus();
+      }
+      policy::Verdict Filter(const policy::RequestState&, const model::PodInfo&,
+                             const model::NodeInfo&) const override {
+        return {};
+      }
+
+     private:
+      const Gate& gate_;
+    };
+    EXPECT_TRUE(registry
+                    .Register("Gate",
+                              [this](const json&, const policy::PolicyContext&)
+                                  -> StatusOr<std::unique_ptr<policy::Policy>> {
+                                return std::unique_ptr<policy::Policy>(new GatePolicy(*this));
+                              })
+                    .ok());
+  }
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  mutable int entered_ = 0;
+  bool released_ = false;
+};
+
 // A server on 127.0.0.1:<free port>, serving on its own thread until Stop()
-// or destruction.
+// or destruction. With a `gate`, its profile is the Gate policy alone.
 class Server {
  public:
   explicit Server(const std::function<void(HttpServerOptions&)>& tweak = nullptr,
-                  cluster::PodBinder* binder = nullptr) {
+                  cluster::PodBinder* binder = nullptr, const Gate* gate = nullptr) {
     policy::Registry registry;
     EXPECT_TRUE(policy::RegisterBuiltinPolicies(registry).ok());
-    auto config = config::LoadConfigText(kConfig, "test");
+    if (gate != nullptr) {
+      gate->RegisterIn(registry);
+    }
+    auto config = config::LoadConfigText(
+        gate != nullptr ? "profiles:\n  - name: default\n    policies:\n      - name: Gate\n"
+                        : kConfig,
+        "test");
     EXPECT_TRUE(config.ok());
     auto profile = pipeline::Profile::Build(config->profiles[0], registry, "profiles[0]");
     EXPECT_TRUE(profile.ok());
@@ -576,6 +642,55 @@ TEST(HttpAbuseTest, SlowBindNeverDelaysAFilter) {
   ASSERT_TRUE(bind.ReadReply(reply)) << bind.error();
   EXPECT_EQ(reply.status, 200);
   EXPECT_EQ(json::parse(reply.body, nullptr, false), json({{"Error", ""}})) << reply.body;
+}
+
+// One I/O thread, and a filter held in its policy for as long as the test
+// likes: a request with a large body runs off the I/O thread, so new
+// connections are accepted and answered meanwhile. Proven by order, not by
+// time: /healthz answers while the filter is still held.
+TEST(HttpAbuseTest, ALongRequestHoldsUpNeitherAcceptsNorItsIoThread) {
+  QuietLog quiet;
+  Gate gate;
+  Server server(
+      [](HttpServerOptions& o) {
+        o.server.threads = 1;
+        o.server.offload_body_bytes = 1024;
+      },
+      nullptr, &gate);
+  ASSERT_TRUE(server.init().ok()) << server.init().ToString();
+  const std::string body = Filter3();
+  ASSERT_GE(body.size(), 1024u);
+  RawConnection held;
+  ASSERT_TRUE(held.Connect(server.port())) << held.error();
+  ASSERT_TRUE(held.Send(BuildRequest("POST", "/filter", body)));
+  ASSERT_TRUE(gate.WaitEntered(1));
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(Exchange(server.port(), BuildRequest("GET", "/healthz", "")).status, 200);
+  }
+  EXPECT_FALSE(gate.released());
+  gate.Release();
+  HttpReply reply;
+  ASSERT_TRUE(held.ReadReply(reply)) << held.error();
+  EXPECT_TRUE(Filter3Passed(reply)) << reply.body;
+}
+
+TEST(HttpAbuseTest, BareLineFeedsAreRefusedAtOnce) {
+  QuietLog quiet;
+  // A header deadline far beyond the client's read timeout (10 s): an
+  // answer at all means the server did not wait for it.
+  Server server([](HttpServerOptions& o) { o.server.header_timeout_seconds = 600; });
+  ASSERT_TRUE(server.init().ok()) << server.init().ToString();
+  for (const std::string_view request :
+       {std::string_view("GET /healthz HTTP/1.1\nHost: a\n\n"),
+        std::string_view("GET /healthz HTTP/1.1\r\nHost: a\n\r\n"),
+        std::string_view("\nGET /healthz HTTP/1.1\r\n\r\n")}) {
+    RawConnection c;
+    ASSERT_TRUE(c.Connect(server.port())) << c.error();
+    const HttpReply reply = SendAndRead(c, request);
+    EXPECT_EQ(reply.status, 400) << request << ": " << reply.reason;
+    EXPECT_NE(reply.body.find("LF without CR"), std::string::npos) << reply.body;
+  }
+  EXPECT_EQ(Exchange(server.port(), BuildRequest("GET", "/healthz", "")).status, 200);
 }
 
 TEST(HttpAbuseTest, BindsBeyondTheQueueAre503) {

@@ -1,8 +1,11 @@
 // HttpServer: the HTTP/1.1 listener in front of ExtenderService, event-driven
 // on Boost.Asio/Beast: a few I/O threads (server.threads, default one per
 // core) serve every connection, so idle, slow or silent clients cost memory,
-// not threads. Limits, deadlines and framing rules: src/server/http_session.h
-// and http_framing.h.
+// not threads. A thread of its own accepts connections, and verbs with large
+// bodies (server.offloadBodyBytes) run on a pool of their own, so a slow
+// request holds up neither new connections nor its I/O thread's others.
+// Limits, deadlines and framing rules: src/server/http_session.h and
+// http_framing.h.
 //
 // Routes: POST /{filter,prioritize,preempt,bind} (default profile) and
 // POST /<profile>/<verb>; GET /healthz, /readyz, /version, /metrics, and the
