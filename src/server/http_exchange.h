@@ -53,7 +53,10 @@ struct Worker {
 // a third of its latency went on page faults, and kept with every worker it
 // would be multiplied by every connection that ever sent one. So (keep_large)
 // one worker with larger buffers is kept aside and handed to the next request
-// whose Content-Length needs it; the others are shrunk when given back.
+// whose Content-Length needs it; the other large ones are freed whole when
+// given back, and the freed memory is handed back to the system. What stays
+// is at most kMaxIdleWorkers workers of keep_bytes each, and the one large
+// set.
 class WorkerPool {
  public:
   WorkerPool(size_t keep_bytes, bool keep_large, const wire::DecoderOptions& decoder)
@@ -68,8 +71,12 @@ class WorkerPool {
 
  private:
   static constexpr size_t kMaxIdleWorkers = 64;
+  // The largest of the worker's buffers and of the objects its request
+  // decoded (DecodedBytes).
   size_t BufferBytes(const Worker& w) const;
+  static size_t DecodedBytes(const Worker& w);
   void Shrink(Worker& w) const;
+  static void ReturnMemory();
 
   const size_t keep_bytes_;
   const bool keep_large_;
