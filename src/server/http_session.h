@@ -463,6 +463,11 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     SetReceiveLowWater(1);  // the next request's head may be a few bytes
     Lowest().expires_never();
     if (route_.kind == Route::Kind::kVerb && route_.verb == Verb::kBind) {
+      // kube-scheduler's clock for this request started about now (a bind's
+      // body is small); past the deadline it has given up on the answer.
+      worker_->scratch.bind_not_after =
+          std::chrono::steady_clock::now() +
+          std::chrono::milliseconds(core_.config.bind_deadline_millis);
       // The io_context must not run out of work while the bind is away. The
       // job's reference to the session is dropped inside the job, before the
       // guard (a closure member, released after the call): if the rest of the
