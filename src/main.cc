@@ -28,7 +28,6 @@
 #include "schedext/cluster/informer.h"
 #include "schedext/cluster/kube_binder.h"
 #include "schedext/cluster/leader_election.h"
-#include "schedext/cluster/pod_annotator.h"
 #include "schedext/config/config.h"
 #include "schedext/pipeline/profile.h"
 #include "schedext/policy/policy_host.h"
@@ -224,7 +223,7 @@ int CheckConfig(const std::string& path) {
 
 
 // The Kubernetes API connection: client, cache, informers (nodes, pods and
-// the policies' extra watches), binder and pod annotator.
+// the policies' extra watches) and binder.
 struct ClusterConnection {
   std::unique_ptr<schedext::cluster::KubeClient> client;
   std::unique_ptr<schedext::cluster::ClusterCache> cache;
@@ -234,7 +233,6 @@ struct ClusterConnection {
   std::vector<std::unique_ptr<schedext::cluster::Informer>> watches;
   std::vector<std::string> watch_names;  // "configmaps in kube-system", for logs
   std::unique_ptr<schedext::cluster::KubeBinder> binder;
-  std::unique_ptr<schedext::cluster::KubePodAnnotator> annotator;
   // With cluster.leaderElection: the elector and its own API client (its own
   // short timeout and rate limit, so binds never delay a renewal).
   std::unique_ptr<schedext::cluster::KubeClient> election_client;
@@ -432,7 +430,6 @@ schedext::StatusOr<std::unique_ptr<ClusterConnection>> ConnectCluster(
         *connection->client, connection->cache->WatchFeed(i), watch));
     connection->watch_names.push_back(WatchName(spec));
   }
-  connection->annotator = std::make_unique<schedext::cluster::KubePodAnnotator>(*connection->client);
   connection->binder = std::make_unique<schedext::cluster::KubeBinder>(*connection->client);
   return connection;
 }
@@ -652,7 +649,6 @@ int main(int argc, char** argv) {
       built->profiles, built->default_profile,
       connection ? connection->cache.get() : nullptr,
       connection ? connection->binder.get() : nullptr, &metrics,
-      connection ? connection->annotator.get() : nullptr,
       [&host](const schedext::model::PodInfo& pod, std::string_view node) {
         host.NotifyPodBound(pod, node);
       });

@@ -1,5 +1,5 @@
 // How schedext words and classifies the API server's answers, shared by the
-// clients of the API (KubeBinder, KubePodAnnotator, Informer).
+// clients of the API (KubeBinder, Informer).
 #ifndef SCHEDEXT_CLUSTER_API_REPLY_H_
 #define SCHEDEXT_CLUSTER_API_REPLY_H_
 

@@ -220,6 +220,10 @@ class HttpKubeClient final : public KubeClient {
   StatusOr<HttpResult> Post(std::string_view path, std::string_view body) override {
     return Send("POST", path, body, "application/json");
   }
+  StatusOr<HttpResult> PostBy(std::string_view path, std::string_view body,
+                              Clock::time_point not_after) override {
+    return Send("POST", path, body, "application/json", not_after);
+  }
   StatusOr<HttpResult> Patch(std::string_view path, std::string_view body,
                              std::string_view content_type) override {
     return Send("PATCH", path, body, content_type);
@@ -248,8 +252,11 @@ class HttpKubeClient final : public KubeClient {
     return h;
   }
 
+  // Waits for the rate limiter's token, unless its turn comes after
+  // `not_after` (then nothing is sent: kUnavailable).
   StatusOr<HttpResult> Send(const char* method, std::string_view target, std::string_view body,
-                            std::string_view content_type);
+                            std::string_view content_type,
+                            Clock::time_point not_after = Clock::time_point::max());
   // One attempt. On a transport failure, `stale` says whether Go's rule
   // allows one retry on a fresh connection: the request went out on a
   // connection kept from an earlier request (no new socket was opened for
@@ -430,9 +437,15 @@ StatusOr<HttpResult> HttpKubeClient::SendOnce(Connection& connection, const char
 }
 
 StatusOr<HttpResult> HttpKubeClient::Send(const char* method, std::string_view target_view,
-                                          std::string_view body, std::string_view content_type) {
+                                          std::string_view body, std::string_view content_type,
+                                          Clock::time_point not_after) {
+  if (not_after == Clock::time_point::max()) {
+    limiter_.Wait(nullptr);
+  } else if (!limiter_.WaitUntil(not_after)) {
+    return UnavailableError(std::string(kNotSentByDeadline) + " (" + method + " " +
+                            std::string(target_view) + ")");
+  }
   const std::string target(target_view);
-  limiter_.Wait(nullptr);
   bool retried_auth = false;
   bool retried_stale = false;
   bool fresh = false;

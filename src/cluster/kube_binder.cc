@@ -1,5 +1,6 @@
 #include "schedext/cluster/kube_binder.h"
 
+#include <chrono>
 #include <exception>
 #include <string>
 #include <utility>
@@ -39,6 +40,13 @@ std::string KubeBinder::BindingBody(const BindRequest& request) {
   if (!request.pod_uid.empty()) {
     meta["uid"] = request.pod_uid;  // a precondition on newer API servers
   }
+  if (!request.annotations.empty()) {
+    ordered_json annotations = ordered_json::object();
+    for (const auto& [key, value] : request.annotations) {
+      annotations[key] = value;
+    }
+    meta["annotations"] = std::move(annotations);
+  }
   ordered_json body = ordered_json::object();
   body["apiVersion"] = "v1";
   body["kind"] = "Binding";
@@ -61,7 +69,9 @@ Status KubeBinder::Bind(const BindRequest& request) {
   } catch (const std::exception& e) {
     return InternalError(std::string("bind: encode the Binding: ") + e.what());
   }
-  StatusOr<HttpResult> reply = client_.Post(pod_path + "/binding", body);
+  StatusOr<HttpResult> reply = request.not_after == std::chrono::steady_clock::time_point::max()
+                                   ? client_.Post(pod_path + "/binding", body)
+                                   : client_.PostBy(pod_path + "/binding", body, request.not_after);
   if (!reply.ok()) {
     return reply.status();  // transport: kUnavailable or kDeadlineExceeded, said by the client
   }

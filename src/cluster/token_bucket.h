@@ -2,6 +2,8 @@
 // as client-go's NewTokenBucketRateLimiter uses it — `burst` tokens at start,
 // `qps` refilled per second, a caller takes one token, and when none is left
 // it reserves the next one (the count goes negative) and waits until its time.
+//
+// Called by HttpKubeClient before every request, from any thread.
 #pragma once
 
 #include <atomic>
@@ -13,6 +15,8 @@ namespace schedext::cluster {
 
 class TokenBucket {
  public:
+  using Clock = std::chrono::steady_clock;
+
   // qps <= 0: no limit.
   TokenBucket(double qps, int burst);
 
@@ -21,10 +25,16 @@ class TokenBucket {
   // Waits for a token. Returns early (false) when `cancelled` becomes true
   // and Wake() is called.
   bool Wait(const std::atomic<bool>* cancelled);
+  // Takes a token only if its time comes by `not_after`, and waits for it;
+  // otherwise takes nothing and returns false at once. A bind whose caller
+  // (kube-scheduler) has given up by then must not queue at all: waiting would
+  // only delay the binds behind it past their deadlines too.
+  bool WaitUntil(Clock::time_point not_after);
   void Wake();
 
  private:
-  using Clock = std::chrono::steady_clock;
+  // Refills for the time since the last call; mu_ held.
+  void Refill(Clock::time_point now);
 
   const double qps_;
   const int burst_;

@@ -72,13 +72,13 @@ constexpr std::array<std::string_view, 5> kRecordFields = {"dir", "sampleRate", 
                                                            "maxFiles", "verbs"};
 constexpr std::array<std::string_view, 4> kRecordVerbs = {"filter", "prioritize", "preempt",
                                                           "bind"};
-constexpr std::array<std::string_view, 22> kServerFields = {
+constexpr std::array<std::string_view, 23> kServerFields = {
     "listen",          "threads",          "maxConnections",       "maxHeaderBytes",
     "maxBodyBytes",    "headerTimeoutSeconds", "bodyTimeoutSeconds", "readTimeoutSeconds",
     "writeTimeoutSeconds", "keepAliveTimeoutSeconds", "keepAliveMaxCount", "bindThreads",
-    "maxPendingBinds", "shutdownGraceSeconds", "keepBufferBytes",   "keepLargeBuffers",
-    "parallelDecodeBytes", "offloadBodyBytes", "ioSpinMicros",  "statusListen", "tls",
-    "record"};
+    "maxPendingBinds", "bindDeadlineMillis", "shutdownGraceSeconds", "keepBufferBytes",
+    "keepLargeBuffers", "parallelDecodeBytes", "offloadBodyBytes", "ioSpinMicros",
+    "statusListen",    "tls",             "record"};
 constexpr std::array<std::string_view, 3> kTlsFields = {"certFile", "keyFile", "clientCAFile"};
 constexpr std::array<std::string_view, 2> kLogFields = {"level", "format"};
 constexpr std::array<std::string_view, 2> kProfileFields = {"name", "policies"};
@@ -229,6 +229,9 @@ Status Loader::ReadServer(const Field& f, ServerConfig& server) const {
                                        "an integer from 1 to 256", server.bind_threads));
   SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "maxPendingBinds", kPath, 1, 1000000,
                                        "an integer from 1 to 1000000", server.max_pending_binds));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "bindDeadlineMillis", kPath, 1, 600000,
+                                       "an integer from 1 to 600000",
+                                       server.bind_deadline_millis));
   SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "shutdownGraceSeconds", kPath, 0, 3600,
                                        "an integer from 0 to 3600",
                                        server.shutdown_grace_seconds));

@@ -1,9 +1,9 @@
-// BindCycle: see bind_cycle.h. The order of the steps and the rollback are
-// the contract GPU sharing's device plugin relies on: the annotations are on
-// the pod before the Binding exists, and are only removed when no Binding can
-// exist.
+// BindCycle: see bind_cycle.h. GPU sharing's device plugin relies on the pod
+// never being bound without its annotations: they travel in the Binding, one
+// write with spec.nodeName.
 #include "schedext/pipeline/bind_cycle.h"
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,40 +13,6 @@
 #include "schedext/model/owned.h"
 
 namespace schedext::pipeline {
-namespace {
-
-// Removes the annotations a failed bind wrote; a message for the log when it
-// could not, empty when it did.
-std::string RemoveAnnotations(cluster::PodAnnotator& annotator, const BindTarget& t,
-                              const policy::PodAnnotations& annotations,
-                              std::string_view resource_version) {
-  std::vector<std::string> keys;
-  keys.reserve(annotations.size());
-  for (const auto& entry : annotations) {
-    keys.push_back(entry.first);
-  }
-  // The resourceVersion precondition: if the pod changed since our patch (a
-  // bind reported as failed may still have happened), a blind removal could
-  // strip the device choice from a bound pod.
-  StatusOr<std::string> removed =
-      annotator.Annotate({t.pod_namespace, t.pod_name, t.pod_uid, resource_version, {}, keys});
-  if (removed.ok()) {
-    return std::string();
-  }
-  std::string message = "bind ";
-  message.append(t.pod_namespace).append("/").append(t.pod_name).append(" to ").append(t.node);
-  if (removed.status().code() == StatusCode::kFailedPrecondition) {
-    message.append(" failed; its annotations were left in place because the pod changed "
-                   "meanwhile: ");
-  } else {
-    message.append(" failed; removing its annotations failed too: ");
-  }
-  message.append(removed.status().message());
-  return message;
-}
-
-}  // namespace
-
 BindCycle::BindCycle(BindCycleOptions options) : options_(std::move(options)) {}
 
 Status BindCycle::Run(const Profile& profile, const BindTarget& t) const {
@@ -57,6 +23,12 @@ Status BindCycle::Run(const Profile& profile, const BindTarget& t) const {
         prefix +
         ": schedext has no Kubernetes API connection, so it cannot create the "
         "Binding; remove bindVerb from the scheduler's extender config");
+  }
+  if (std::chrono::steady_clock::now() > t.not_after) {
+    // Waited in the bind queue past the caller's patience: kube-scheduler has
+    // given up on this answer and will retry the pod, so binding now would
+    // happen behind its back.
+    return UnavailableError(prefix + ": " + std::string(kTooLate));
   }
   cluster::ClusterCache* const cache = options_.cache;
 
@@ -129,39 +101,16 @@ Status BindCycle::Run(const Profile& profile, const BindTarget& t) const {
         "scheduler retries it)");
   }
 
-  // Step 2, annotate.
-  std::string annotated_version;  // resourceVersion after writing `annotations`
-  const bool annotate = reserved && !annotations.empty();
-  if (annotate) {
-    Status written;
-    if (options_.annotator == nullptr) {
-      written = FailedPreconditionError("schedext has no pod annotator");
-    } else {
-      StatusOr<std::string> version = options_.annotator->Annotate(
-          {t.pod_namespace, t.pod_name, t.pod_uid, "", annotations, {}});
-      if (version.ok()) {
-        annotated_version = std::move(version).value();
-      } else {
-        written = version.status();
-      }
-    }
-    if (!written.ok()) {
-      Status ignored = cache->Forget(t.pod_uid);
-      (void)ignored;
-      unreserve();
-      return Status(written.code(), prefix + ": writing annotations: " + written.message());
-    }
-  }
+  // Step 2, bind, with the annotations in the same write.
+  const Status bound = options_.binder->Bind(
+      {t.pod_namespace, t.pod_name, t.pod_uid, t.node, annotations, t.not_after});
 
-  // Step 3, bind.
-  const Status bound = options_.binder->Bind({t.pod_namespace, t.pod_name, t.pod_uid, t.node});
-
-  // Step 4, confirm or forget.
+  // Step 3, confirm or forget.
   const bool may_exist = bound.ok() || bound.code() == StatusCode::kDeadlineExceeded;
   if (reserved) {
     if (may_exist) {
-      // After a timeout the Binding may exist: keeping the reservation (and
-      // the annotations) is safe either way, as the watch confirms it or the
+      // After a timeout the Binding may exist: keeping the reservation is
+      // safe either way, as the watch confirms it or the
       // TTL releases it. FinishBinding's kNotFound only means the watch has
       // confirmed the pod already.
       Status ignored = cache->FinishBinding(t.pod_uid);
@@ -169,13 +118,6 @@ Status BindCycle::Run(const Profile& profile, const BindTarget& t) const {
     } else {
       Status ignored = cache->Forget(t.pod_uid);
       (void)ignored;
-      if (annotate) {
-        std::string failure =
-            RemoveAnnotations(*options_.annotator, t, annotations, annotated_version);
-        if (!failure.empty() && options_.on_rollback_failure) {
-          options_.on_rollback_failure(failure);
-        }
-      }
       unreserve();
     }
   }

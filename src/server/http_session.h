@@ -480,6 +480,11 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     SetReceiveLowWater(1);  // the next request's head may be a few bytes
     Lowest().expires_never();
     if (route_.kind == Route::Kind::kVerb && route_.verb == Verb::kBind) {
+      // kube-scheduler's clock for this request started about now (a bind's
+      // body is small); past the deadline it has given up on the answer.
+      worker_->scratch.bind_not_after =
+          std::chrono::steady_clock::now() +
+          std::chrono::milliseconds(core_.config.bind_deadline_millis);
       if (core_.binds.TryPost(RunAwayJob())) {
         return;
       }

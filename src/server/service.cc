@@ -41,7 +41,6 @@ int HttpStatusFor(const Status& status) {
 ExtenderService::ExtenderService(std::vector<std::shared_ptr<const pipeline::Profile>> profiles,
                                  size_t default_profile, cluster::ClusterCache* cache,
                                  cluster::PodBinder* binder, Metrics* metrics,
-                                 cluster::PodAnnotator* annotator,
                                  std::function<void(const model::PodInfo& pod,
                                                     std::string_view node)>
                                      on_bound)
@@ -50,7 +49,6 @@ ExtenderService::ExtenderService(std::vector<std::shared_ptr<const pipeline::Pro
       cache_(cache),
       binder_(binder),
       metrics_(metrics),
-      annotator_(annotator),
       bad_request_log_(std::make_unique<LogLimiter>(
           LogLimiter::Options{.what = "warnings about bad requests"}, metrics)),
       failed_request_log_(std::make_unique<LogLimiter>(
@@ -58,15 +56,7 @@ ExtenderService::ExtenderService(std::vector<std::shared_ptr<const pipeline::Pro
   pipeline::BindCycleOptions bind;
   bind.cache = cache;
   bind.binder = binder;
-  bind.annotator = annotator;
   bind.on_bound = std::move(on_bound);
-  // Rollback failures share the failed requests' budget: a client can cause
-  // them at will.
-  bind.on_rollback_failure = [log = failed_request_log_.get()](std::string_view message) {
-    if (log->Allow()) {
-      spdlog::warn("{}", LogEscape(message, kLogMessageMaxBytes));
-    }
-  };
   bind_cycle_ = std::make_unique<pipeline::BindCycle>(std::move(bind));
 }
 
@@ -430,7 +420,8 @@ int ExtenderService::Bind(const pipeline::Profile& profile, const wire::RequestB
     wire::AppendBindingResult(summary.error, out);
     return 400;
   }
-  st = bind_cycle_->Run(profile, {b.pod_namespace, b.pod_name, b.pod_uid, b.node});
+  st = bind_cycle_->Run(profile,
+                        {b.pod_namespace, b.pod_name, b.pod_uid, b.node, s.bind_not_after});
   if (!st.ok()) {
     summary.error = st.message();
   } else {

@@ -1,7 +1,7 @@
 // GPU sharing end to end against the fake API server: a real HttpKubeClient
 // over TLS, the node, pod and kube-system ConfigMap informers, the cluster
-// cache with per-device accounting, the GpuShare profile, KubeBinder and
-// KubePodAnnotator, served by HttpServer on loopback — the way src/main.cc
+// cache with per-device accounting, the GpuShare profile and KubeBinder (the
+// device annotations in the Binding), served by HttpServer on loopback — the way src/main.cc
 // wires them. The API server's objects are the ground truth every check
 // compares against.
 #include <algorithm>
@@ -27,7 +27,6 @@
 #include "schedext/cluster/http_kube_client.h"
 #include "schedext/cluster/informer.h"
 #include "schedext/cluster/kube_binder.h"
-#include "schedext/cluster/pod_annotator.h"
 #include "policy/builtin/gpushare/accounting.h"
 #include "policy/builtin/gpushare/convention.h"
 #include "schedext/config/config.h"
@@ -173,18 +172,17 @@ std::shared_ptr<const pipeline::Profile> BuildProfile(policy::PolicyHost& host) 
   return profile.ok() ? *profile : nullptr;
 }
 
-// schedext: the watched cache, the GpuShare profile, binder and annotator,
+// schedext: the watched cache, the GpuShare profile and binder,
 // served on 127.0.0.1:<free port> with the policy's routes (/gpushare/inspect).
 class GpuExtender {
  public:
   explicit GpuExtender(FakeApiServer& api)
       : profile_(BuildProfile(host_)), watched_(api, host_) {
     binder_ = std::make_unique<cluster::KubeBinder>(watched_.client());
-    annotator_ = std::make_unique<cluster::KubePodAnnotator>(watched_.client());
     EXPECT_TRUE(profile_->has_reservers());
     service_ = std::make_unique<server::ExtenderService>(
         std::vector<std::shared_ptr<const pipeline::Profile>>{profile_}, 0, &cache(),
-        binder_.get(), nullptr, annotator_.get());
+        binder_.get(), nullptr);
     server::HttpServerOptions options;
     options.server.host = "127.0.0.1";
     options.server.port = 0;
@@ -224,7 +222,6 @@ class GpuExtender {
   std::shared_ptr<const pipeline::Profile> profile_;
   WatchedCache watched_;
   std::unique_ptr<cluster::KubeBinder> binder_;
-  std::unique_ptr<cluster::KubePodAnnotator> annotator_;
   std::unique_ptr<server::ExtenderService> service_;
   std::unique_ptr<server::HttpServer> http_;
   std::thread serve_;
@@ -268,14 +265,14 @@ TEST(GpuShareEndToEndTest, ConcurrentBindsNeverOverAllocateADevice) {
   std::vector<int64_t> memory(kPods);
   std::vector<std::string> target(kPods);
   // Injected failures, on pods taken first and asking 1 GiB so that they
-  // surely fit: their Binding answers 500 (bind 500s), or their annotation
-  // PATCH answers 409 as for a pod re-created under the same name.
+  // surely fit: their Binding answers 500 (bind 500s), or 409 as for a pod
+  // re-created under the same name (its uid precondition).
   const std::set<int> binding_500 = {1, 4, 9};
-  const std::set<int> patch_409 = {2, 6, 11};
+  const std::set<int> binding_409 = {2, 6, 11};
   for (int i = 0; i < kPods; ++i) {
     memory[static_cast<size_t>(i)] = memory_of(rng);
     target[static_cast<size_t>(i)] = nodes[static_cast<size_t>(node_of(rng))];
-    if (binding_500.count(i) != 0 || patch_409.count(i) != 0) {
+    if (binding_500.count(i) != 0 || binding_409.count(i) != 0) {
       memory[static_cast<size_t>(i)] = 1;
     }
     const json pod = GpuPod(PodName(i), memory[static_cast<size_t>(i)]);
@@ -286,9 +283,9 @@ TEST(GpuShareEndToEndTest, ConcurrentBindsNeverOverAllocateADevice) {
     api.QueueResponse("POST", PodPath(PodName(i)) + "/binding", 500,
                       FakeApiServer::StatusJson(500, "InternalError", "injected: etcd is down"));
   }
-  for (int i : patch_409) {
+  for (int i : binding_409) {
     api.QueueResponse(
-        "PATCH", PodPath(PodName(i)), 409,
+        "POST", PodPath(PodName(i)) + "/binding", 409,
         FakeApiServer::StatusJson(409, "Conflict",
                                   "Precondition failed: UID in precondition: injected"));
   }
@@ -298,7 +295,7 @@ TEST(GpuShareEndToEndTest, ConcurrentBindsNeverOverAllocateADevice) {
   ASSERT_EQ(extender.cache().Stats().pods, static_cast<size_t>(kPods));
 
   // 16 threads, one keep-alive connection each, bind every pod to its seeded
-  // node while the watch delivers the PATCH and binding events.
+  // node while the watch delivers the binding events.
   enum class Outcome { kBound, kMisfit, kInjected500, kInjected409, kOther };
   std::vector<Outcome> outcome(kPods, Outcome::kOther);
   std::vector<std::string> errors(kPods);
@@ -309,7 +306,7 @@ TEST(GpuShareEndToEndTest, ConcurrentBindsNeverOverAllocateADevice) {
   // injected pod that no longer fits would test nothing. Its API calls (and
   // its rollback) still overlap the other binds.
   std::vector<int> injected(binding_500.begin(), binding_500.end());
-  injected.insert(injected.end(), patch_409.begin(), patch_409.end());
+  injected.insert(injected.end(), binding_409.begin(), binding_409.end());
   std::vector<std::atomic<bool>> finished(kPods);
   auto injected_started = [&] {
     const auto snapshot = extender.cache().snapshot();
@@ -338,8 +335,7 @@ TEST(GpuShareEndToEndTest, ConcurrentBindsNeverOverAllocateADevice) {
         } else if (binding_500.count(i) != 0 && error.find("injected: etcd is down") !=
                                                      std::string::npos) {
           outcome[k] = Outcome::kInjected500;
-        } else if (patch_409.count(i) != 0 &&
-                   error.find("writing annotations: ") != std::string::npos &&
+        } else if (binding_409.count(i) != 0 &&
                    error.find("UID in precondition: injected") != std::string::npos) {
           outcome[k] = Outcome::kInjected409;
         }
@@ -374,12 +370,12 @@ TEST(GpuShareEndToEndTest, ConcurrentBindsNeverOverAllocateADevice) {
     EXPECT_EQ(outcome[static_cast<size_t>(i)], Outcome::kInjected500)
         << PodName(i) << ": " << errors[static_cast<size_t>(i)];
   }
-  for (int i : patch_409) {
+  for (int i : binding_409) {
     EXPECT_EQ(outcome[static_cast<size_t>(i)], Outcome::kInjected409)
         << PodName(i) << ": " << errors[static_cast<size_t>(i)];
   }
   EXPECT_EQ(counts[Outcome::kInjected500], static_cast<int>(binding_500.size()));
-  EXPECT_EQ(counts[Outcome::kInjected409], static_cast<int>(patch_409.size()));
+  EXPECT_EQ(counts[Outcome::kInjected409], static_cast<int>(binding_409.size()));
   EXPECT_GT(counts[Outcome::kBound], 0);
   EXPECT_GT(counts[Outcome::kMisfit], 0);
 
@@ -400,8 +396,8 @@ TEST(GpuShareEndToEndTest, ConcurrentBindsNeverOverAllocateADevice) {
     const std::string node = pod["spec"].value("nodeName", "");
     const json annotations = pod["metadata"].value("annotations", json::object());
     if (outcome[k] != Outcome::kBound) {
-      // Never bound, and rolled back or never annotated: nothing the device
-      // plugin would act on.
+      // Never bound, so never annotated: nothing the device plugin would act
+      // on.
       EXPECT_EQ(node, "");
       EXPECT_FALSE(annotations.contains(kPlugin.index_annotation)) << annotations.dump();
       continue;

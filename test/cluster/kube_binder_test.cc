@@ -8,6 +8,7 @@
 #include <chrono>
 #include <deque>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -173,6 +174,61 @@ TEST_F(KubeBinderTest, MissingFieldsAreRefusedWithoutACall) {
   EXPECT_EQ(binder_->Bind({"default", "", kUid, "n1"}).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(binder_->Bind({"default", "web-1", kUid, ""}).code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(api_.requests().empty());
+}
+
+TEST_F(KubeBinderTest, AnnotationsTravelInTheBindingAndLandOnThePod) {
+  api_.AddPod(Pod("gpu-1"));
+  const std::vector<std::pair<std::string, std::string>> annotations = {
+      {"ALIYUN_COM_GPU_MEM_IDX", "1"}, {"ALIYUN_COM_GPU_MEM_POD", "4"}};
+  const Status st = binder_->Bind({"default", "gpu-1", kUid, "lab-gpu-1", annotations});
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  const auto bindings = api_.bindings();
+  ASSERT_EQ(bindings.size(), 1u);
+  EXPECT_EQ(bindings[0].body,
+            R"({"apiVersion":"v1","kind":"Binding","metadata":{"name":"gpu-1","namespace":)"
+            R"("default","uid":"d7fb634f-ea64-4be7-ba65-f190b8c0048d","annotations":)"
+            R"({"ALIYUN_COM_GPU_MEM_IDX":"1","ALIYUN_COM_GPU_MEM_POD":"4"}},"target":)"
+            R"({"apiVersion":"v1","kind":"Node","name":"lab-gpu-1"}})");
+  // One write, no PATCH.
+  ASSERT_EQ(api_.requests().size(), 1u);
+  const auto pod = nlohmann::json::parse(api_.Get(testing::FakeResource::kPods, "default", "gpu-1"));
+  EXPECT_EQ(pod["spec"]["nodeName"], "lab-gpu-1");
+  EXPECT_EQ(pod["metadata"]["annotations"]["ALIYUN_COM_GPU_MEM_IDX"], "1");
+  EXPECT_EQ(pod["metadata"]["annotations"]["ALIYUN_COM_GPU_MEM_POD"], "4");
+}
+
+TEST_F(KubeBinderTest, ABindWhoseTurnComesAfterItsDeadlineIsNeverSent) {
+  // One token, then one every 100 s: the second bind's turn is far past its
+  // deadline, so it must not wait for it, nor send anything.
+  ClientConfig c;
+  c.server = api_.url();
+  c.ca_pem = api_.ca_pem();
+  c.token = api_.token();
+  c.qps = 0.01;
+  c.burst = 1;
+  c.timeout = 2s;
+  StatusOr<std::unique_ptr<KubeClient>> client = NewHttpKubeClient(c);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  KubeBinder binder(**client);
+  api_.AddPod(Pod("web-1"));
+  api_.AddPod(Pod("web-2"));
+  const auto soon = std::chrono::steady_clock::now() + 30s;
+  ASSERT_TRUE(binder.Bind({"default", "web-1", kUid, "lab-cpu-1", {}, soon}).ok());
+  const Status late = binder.Bind({"default", "web-2", kUid, "lab-cpu-2", {}, soon});
+  EXPECT_EQ(late.code(), StatusCode::kUnavailable);
+  EXPECT_NE(late.message().find(kNotSentByDeadline), std::string::npos) << late.message();
+  EXPECT_EQ(api_.requests().size(), 1u);
+  EXPECT_EQ(api_.Get(testing::FakeResource::kPods, "default", "web-2").find("\"nodeName\""),
+            std::string::npos);
+}
+
+TEST_F(KubeBinderTest, ABindPastItsDeadlineIsNeverSentEvenWithoutARateLimit) {
+  api_.AddPod(Pod("web-1"));
+  const Status late = binder_->Bind(
+      {"default", "web-1", kUid, "lab-cpu-1", {}, std::chrono::steady_clock::now() - 1ms});
+  EXPECT_EQ(late.code(), StatusCode::kUnavailable);
+  EXPECT_TRUE(api_.requests().empty());
+  EXPECT_TRUE(bound_.empty());
 }
 
 TEST(KubeBinderBodyTest, EscapesStringsAndOmitsAnEmptyUid) {

@@ -79,6 +79,7 @@ server:
   keepAliveMaxCount: 7
   bindThreads: 3
   maxPendingBinds: 17
+  bindDeadlineMillis: 2500
   shutdownGraceSeconds: 0
   keepBufferBytes: 268435456
   keepLargeBuffers: false
@@ -124,6 +125,7 @@ profiles:
   EXPECT_EQ(c.server.keep_alive_max_count, 7u);
   EXPECT_EQ(c.server.bind_threads, 3);
   EXPECT_EQ(c.server.max_pending_binds, 17);
+  EXPECT_EQ(c.server.bind_deadline_millis, 2500);
   EXPECT_EQ(c.server.shutdown_grace_seconds, 0);
   EXPECT_EQ(c.server.keep_buffer_bytes, size_t{268435456});
   EXPECT_FALSE(c.server.keep_large_buffers);
@@ -171,8 +173,11 @@ TEST(ConfigTest, AppliesDefaults) {
   EXPECT_EQ(got->server.write_timeout_seconds, 60);
   EXPECT_EQ(got->server.keep_alive_timeout_seconds, 120);
   EXPECT_EQ(got->server.keep_alive_max_count, 100000u);
-  EXPECT_EQ(got->server.bind_threads, 4);
+  EXPECT_EQ(got->server.bind_threads, 8);
   EXPECT_EQ(got->server.max_pending_binds, 1024);
+  EXPECT_EQ(got->server.bind_deadline_millis, 4000);
+  EXPECT_EQ(got->cluster.qps, 200);
+  EXPECT_EQ(got->cluster.burst, 400);
   EXPECT_EQ(got->server.status_port, -1);  // no status listener
   EXPECT_FALSE(got->server.tls.enabled());
   EXPECT_EQ(got->server.shutdown_grace_seconds, 25);
@@ -223,8 +228,9 @@ TEST(ConfigTest, RejectsUnknownFields) {
        "config.yaml:3:3: server.listn: unknown field (known: listen, threads, maxConnections, "
        "maxHeaderBytes, maxBodyBytes, headerTimeoutSeconds, bodyTimeoutSeconds, "
        "readTimeoutSeconds, writeTimeoutSeconds, keepAliveTimeoutSeconds, keepAliveMaxCount, "
-       "bindThreads, maxPendingBinds, shutdownGraceSeconds, keepBufferBytes, keepLargeBuffers, "
-       "parallelDecodeBytes, offloadBodyBytes, ioSpinMicros, statusListen, tls, record)"},
+       "bindThreads, maxPendingBinds, bindDeadlineMillis, shutdownGraceSeconds, keepBufferBytes, "
+       "keepLargeBuffers, parallelDecodeBytes, offloadBodyBytes, ioSpinMicros, statusListen, tls, "
+       "record)"},
       {"tls", "server:\n  tls:\n    caFile: x\n" + p,
        "config.yaml:3:5: server.tls.caFile: unknown field (known: certFile, keyFile, "
        "clientCAFile)"},

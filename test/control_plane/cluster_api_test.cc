@@ -1,5 +1,5 @@
 // schedext's cluster classes (HttpKubeClient, Informer, ClusterCache,
-// KubeBinder, KubePodAnnotator) against the real kube-apiserver, as schedext's
+// KubeBinder) against the real kube-apiserver, as schedext's
 // own ServiceAccount: one control plane for the whole suite; every test works
 // in namespaces and on nodes of its own.
 #include <atomic>
@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,7 +17,6 @@
 #include "schedext/cluster/cache.h"
 #include "schedext/cluster/informer.h"
 #include "schedext/cluster/kube_binder.h"
-#include "schedext/cluster/pod_annotator.h"
 
 namespace schedext::testing {
 namespace {
@@ -219,86 +219,64 @@ TEST_F(ClusterApiTest, BindWithAStaleUidOrOfAMissingPodFails) {
       << s.ToString();
 }
 
-TEST_F(ClusterAnnotationApiTest, AnnotationsWithTheUidPreconditionAndTheirRollback) {
+// GpuShare's device annotations travel in the Binding: kube-apiserver sets
+// them on the pod in the same write as spec.nodeName (BindingREST's
+// setPodHostAndAnnotations), under the Binding's uid precondition.
+TEST_F(ClusterAnnotationApiTest, ABindingSetsItsAnnotationsWithTheNodeInOneWrite) {
+  ASSERT_TRUE(cp().Create("/api/v1/nodes", NodeJson("annotate-1")).ok());
   const std::string uid = CreatePod("annotate", "gpu");
   ASSERT_FALSE(uid.empty());
+  const std::string created_version = GetPod("annotate", "gpu")["metadata"]["resourceVersion"];
   auto client = NewClient(cp().schedext_kubeconfig());
   ASSERT_NE(client, nullptr);
-  cluster::KubePodAnnotator annotator(*client);
+  cluster::KubeBinder binder(*client);
   const std::vector<std::pair<std::string, std::string>> set = {
       {"ALIYUN_COM_GPU_MEM_IDX", "1"}, {"ALIYUN_COM_GPU_MEM_ASSIGNED", "false"}};
-  auto rv = annotator.Annotate({"annotate", "gpu", uid, "", set, {}});
-  ASSERT_TRUE(rv.ok()) << rv.status().ToString();
-  json pod = GetPod("annotate", "gpu");
-  EXPECT_EQ(pod["metadata"].value("resourceVersion", ""), *rv);
+  const Status bound = binder.Bind({"annotate", "gpu", uid, "annotate-1", set});
+  ASSERT_TRUE(bound.ok()) << bound.ToString();
+  const json pod = GetPod("annotate", "gpu");
+  EXPECT_EQ(pod["spec"].value("nodeName", ""), "annotate-1");
   EXPECT_EQ(pod["metadata"]["annotations"].value("ALIYUN_COM_GPU_MEM_IDX", ""), "1");
   EXPECT_EQ(pod["metadata"]["annotations"].value("ALIYUN_COM_GPU_MEM_ASSIGNED", ""), "false");
   EXPECT_EQ(pod["metadata"].value("uid", ""), uid);
-
-  // The rollback: remove them again, only if the pod is as the patch left it.
-  const std::vector<std::string> remove = {"ALIYUN_COM_GPU_MEM_IDX", "ALIYUN_COM_GPU_MEM_ASSIGNED"};
-  auto rolled_back = annotator.Annotate({"annotate", "gpu", uid, *rv, {}, remove});
-  ASSERT_TRUE(rolled_back.ok()) << rolled_back.status().ToString();
-  pod = GetPod("annotate", "gpu");
-  EXPECT_FALSE(pod["metadata"].contains("annotations")) << pod["metadata"].dump();
-  EXPECT_NE(*rolled_back, *rv);
+  // One write: the pod's version moved once, from create to bound.
+  const int64_t before = std::stoll(created_version);
+  const int64_t after = std::stoll(pod["metadata"].value("resourceVersion", "0"));
+  EXPECT_GT(after, before);
+  auto events = cp().AdminRequest(
+      "GET", "/api/v1/namespaces/annotate/pods?watch=true&timeoutSeconds=1&resourceVersion=" +
+                 created_version + "&fieldSelector=metadata.name%3Dgpu");
+  ASSERT_TRUE(events.ok()) << events.status().ToString();
+  size_t modified = 0;
+  std::istringstream lines(events->body);
+  for (std::string line; std::getline(lines, line);) {
+    const json e = json::parse(line, nullptr, false);
+    if (!e.is_object() || e.value("type", "") != "MODIFIED") continue;
+    ++modified;
+    // The first and only change already has both the node and the device.
+    EXPECT_EQ(e["object"]["spec"].value("nodeName", ""), "annotate-1");
+    EXPECT_EQ(e["object"]["metadata"]["annotations"].value("ALIYUN_COM_GPU_MEM_IDX", ""), "1");
+  }
+  EXPECT_EQ(modified, 1u) << events->body;
 }
 
-TEST_F(ClusterAnnotationApiTest, AnAnnotationWithAStaleUidIsRefusedAsInvalid) {
+TEST_F(ClusterAnnotationApiTest, ABindingWithAStaleUidWritesNeitherNodeNorAnnotations) {
+  ASSERT_TRUE(cp().Create("/api/v1/nodes", NodeJson("annotate-2")).ok());
   const std::string uid = CreatePod("annotate", "recreated");
   ASSERT_FALSE(uid.empty());
   auto client = NewClient(cp().schedext_kubeconfig());
   ASSERT_NE(client, nullptr);
-  cluster::KubePodAnnotator annotator(*client);
-  const std::vector<std::pair<std::string, std::string>> set = {{"k", "v"}};
-  const std::string stale = "00000000-0000-4000-8000-000000000002";
-  auto r = annotator.Annotate({"annotate", "recreated", stale, "", set, {}});
-  ASSERT_FALSE(r.ok());
-  // A merge patch has no UID precondition in the API server (only PUT and the
-  // Binding have one): the patched uid fails validation instead, 422.
-  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status().ToString();
-  EXPECT_NE(r.status().message().find("422 Unprocessable Entity: Pod \"recreated\" is invalid: "
-                                      "metadata.uid: Invalid value: \"" +
-                                      stale + "\": field is immutable"),
-            std::string::npos)
-      << r.status().ToString();
-  json pod = GetPod("annotate", "recreated");
-  EXPECT_FALSE(pod["metadata"].contains("annotations")) << pod["metadata"].dump();
-  EXPECT_EQ(pod["metadata"].value("uid", ""), uid);
-
-  auto missing = annotator.Annotate({"annotate", "not-there", stale, "", set, {}});
-  ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.status().message().find("404 Not Found: pods \"not-there\" not found"),
-            std::string::npos)
-      << missing.status().ToString();
-}
-
-TEST_F(ClusterAnnotationApiTest, ARollbackAfterThePodChangedIsAConflict) {
-  ASSERT_TRUE(cp().Create("/api/v1/nodes", NodeJson("annotate-1")).ok());
-  const std::string uid = CreatePod("annotate", "bound-meanwhile");
-  ASSERT_FALSE(uid.empty());
-  auto client = NewClient(cp().schedext_kubeconfig());
-  ASSERT_NE(client, nullptr);
-  cluster::KubePodAnnotator annotator(*client);
-  const std::vector<std::pair<std::string, std::string>> set = {{"ALIYUN_COM_GPU_MEM_IDX", "0"}};
-  auto rv = annotator.Annotate({"annotate", "bound-meanwhile", uid, "", set, {}});
-  ASSERT_TRUE(rv.ok()) << rv.status().ToString();
-  // The bind did happen (its answer was lost): the pod changed since the patch.
   cluster::KubeBinder binder(*client);
-  ASSERT_TRUE(binder.Bind({"annotate", "bound-meanwhile", uid, "annotate-1"}).ok());
-  const std::vector<std::string> remove = {"ALIYUN_COM_GPU_MEM_IDX"};
-  auto r = annotator.Annotate({"annotate", "bound-meanwhile", uid, *rv, {}, remove});
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status().ToString();
-  EXPECT_NE(r.status().message().find(
-                "409 Conflict: Operation cannot be fulfilled on pods \"bound-meanwhile\": the "
-                "object has been modified; please apply your changes to the latest version and "
-                "try again"),
+  const std::vector<std::pair<std::string, std::string>> set = {{"ALIYUN_COM_GPU_MEM_IDX", "0"}};
+  const std::string stale = "00000000-0000-4000-8000-000000000002";
+  const Status s = binder.Bind({"annotate", "recreated", stale, "annotate-2", set});
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  EXPECT_NE(s.message().find("Precondition failed: UID in precondition: " + stale),
             std::string::npos)
-      << r.status().ToString();
-  json pod = GetPod("annotate", "bound-meanwhile");
-  EXPECT_EQ(pod["metadata"]["annotations"].value("ALIYUN_COM_GPU_MEM_IDX", ""), "0");
-  EXPECT_EQ(pod["spec"].value("nodeName", ""), "annotate-1");
+      << s.ToString();
+  const json pod = GetPod("annotate", "recreated");
+  EXPECT_EQ(pod["spec"].value("nodeName", ""), "");
+  EXPECT_FALSE(pod["metadata"].contains("annotations")) << pod["metadata"].dump();
 }
 
 TEST_F(ClusterApiTest, AnExpiredContinueTokenRestartsTheList) {

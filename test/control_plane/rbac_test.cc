@@ -14,7 +14,6 @@
 #include "schedext/cluster/cache.h"
 #include "schedext/cluster/informer.h"
 #include "schedext/cluster/kube_binder.h"
-#include "schedext/cluster/pod_annotator.h"
 #include "policy/builtin/gpushare/accounting.h"
 #include "policy/builtin/gpushare/convention.h"
 
@@ -97,17 +96,11 @@ TEST_F(RbacTest, SchedextsServiceAccountMayDoEverythingSchedextDoes) {
   ASSERT_NE(state, nullptr) << "the kube-system ConfigMap did not arrive";
   EXPECT_EQ(state->gpu.unhealthy, uint64_t{1} << 1) << "the kube-system ConfigMap did not arrive";
 
-  // bind of the GPU-share profile: annotate (merge patch), bind, and the
-  // rollback patch; the reads-back of a 409.
-  cluster::KubePodAnnotator annotator(recording);
-  const std::vector<std::pair<std::string, std::string>> set = {{"ALIYUN_COM_GPU_MEM_IDX", "0"}};
-  auto rv = annotator.Annotate({"rbac", "gpu-pod", uid, "", set, {}});
-  ASSERT_TRUE(rv.ok()) << rv.status().ToString();
-  const std::vector<std::string> remove = {"ALIYUN_COM_GPU_MEM_IDX"};
-  auto rolled_back = annotator.Annotate({"rbac", "gpu-pod", uid, *rv, {}, remove});
-  ASSERT_TRUE(rolled_back.ok()) << rolled_back.status().ToString();
+  // bind of the GPU-share profile: the Binding with the device annotations,
+  // and the read-back of a 409.
   cluster::KubeBinder binder(recording);
-  Status bound = binder.Bind({"rbac", "gpu-pod", uid, "rbac-1"});
+  const std::vector<std::pair<std::string, std::string>> set = {{"ALIYUN_COM_GPU_MEM_IDX", "0"}};
+  Status bound = binder.Bind({"rbac", "gpu-pod", uid, "rbac-1", set});
   ASSERT_TRUE(bound.ok()) << bound.ToString();
   Status rebound = binder.Bind({"rbac", "gpu-pod", uid, "rbac-1"});  // 409, then GET
   ASSERT_TRUE(rebound.ok()) << rebound.ToString();
@@ -121,7 +114,7 @@ TEST_F(RbacTest, SchedextsServiceAccountMayDoEverythingSchedextDoes) {
     EXPECT_EQ(c.error.find("403"), std::string::npos)
         << c.method << " " << c.path << ": " << c.error;
   }
-  EXPECT_GE(calls, 8u);
+  EXPECT_GE(calls, 6u);
   node_informer.Stop();
   pod_informer.Stop();
   cm_informer.Stop();
@@ -146,6 +139,9 @@ TEST_F(RbacTest, SchedextsServiceAccountMayDoNothingMore) {
        Forbidden(user, "create", "pods", "in the namespace \"rbac\"")},
       {"PATCH", "/api/v1/nodes/rbac-1", R"({"metadata":{"labels":{"x":"y"}}})",
        Forbidden(user, "patch", "nodes", "at the cluster scope")},
+      // GPU binds carry their annotations in the Binding: no pod writes.
+      {"PATCH", "/api/v1/namespaces/rbac/pods/gpu-pod", R"({"metadata":{"labels":{"x":"y"}}})",
+       Forbidden(user, "patch", "pods", "in the namespace \"rbac\"")},
   };
   for (const Case& c : cases) {
     StatusOr<cluster::HttpResult> r =
@@ -174,26 +170,17 @@ class RbacBaseOnlyTest : public RbacBase {
   }
 };
 
-TEST_F(RbacBaseOnlyTest, BindsButNeedsTheGpuShareOverlayToAnnotateAndReadConfigMaps) {
+TEST_F(RbacBaseOnlyTest, BindsWithAnnotationsButNeedsTheGpuShareOverlayToReadConfigMaps) {
   ASSERT_TRUE(cp().Create("/api/v1/nodes", NodeJson("base-1")).ok());
   const std::string uid = CreatePod("rbac", "plain");
   ASSERT_FALSE(uid.empty());
   auto client = NewClient(cp().schedext_kubeconfig());
   ASSERT_NE(client, nullptr);
+  // deploy/base's pods/binding create is all a GPU bind needs.
   cluster::KubeBinder binder(*client);
-  Status bound = binder.Bind({"rbac", "plain", uid, "base-1"});
-  EXPECT_TRUE(bound.ok()) << bound.ToString();
-
-  cluster::KubePodAnnotator annotator(*client);
   const std::vector<std::pair<std::string, std::string>> set = {{"ALIYUN_COM_GPU_MEM_IDX", "0"}};
-  auto r = annotator.Annotate({"rbac", "plain", uid, "", set, {}});
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status().ToString();
-  EXPECT_NE(r.status().message().find(
-                "403 Forbidden: pods \"plain\" is forbidden: " +
-                Forbidden(cp().schedext_user(), "patch", "pods", "in the namespace \"rbac\"")),
-            std::string::npos)
-      << r.status().ToString();
+  Status bound = binder.Bind({"rbac", "plain", uid, "base-1", set});
+  EXPECT_TRUE(bound.ok()) << bound.ToString();
 
   auto list = client->Get("/api/v1/namespaces/kube-system/configmaps?limit=500");
   ASSERT_TRUE(list.ok()) << list.status().ToString();

@@ -274,6 +274,7 @@ StatusOr<std::string> SchedulerConfigFromDeploy(const ControlPlane& cp,
     YAML::Node ext = extenders[0];
     ext["urlPrefix"] = edits.url_prefix;
     if (edits.node_cache_capable) ext["nodeCacheCapable"] = *edits.node_cache_capable;
+    if (edits.http_timeout) ext["httpTimeout"] = *edits.http_timeout;
     if (edits.bind) {
       if (*edits.bind) {
         ext["bindVerb"] = "bind";

@@ -118,6 +118,8 @@ struct SchedulerEdits {
   // The extender's urlPrefix (schedext's URL, plus "/<profile>").
   std::string url_prefix;
   std::optional<bool> node_cache_capable;
+  // The extender's httpTimeout (a Go duration, "1s").
+  std::optional<std::string> http_timeout;
   // false: drop bindVerb (the scheduler's own binder binds); true: bindVerb: bind.
   std::optional<bool> bind;
   // Replaces managedResources when set: {name, ignoredByScheduler}.

@@ -607,7 +607,7 @@ TEST(GpuShareDeployTest, OverlayAddsTheProfileAndTheRbac) {
     ++kinds[Str(o["kind"])];
   }
   const std::map<std::string, int> want = {
-      {"Namespace", 1}, {"ServiceAccount", 1}, {"ClusterRole", 2}, {"ClusterRoleBinding", 2},
+      {"Namespace", 1}, {"ServiceAccount", 1}, {"ClusterRole", 1}, {"ClusterRoleBinding", 1},
       {"Role", 2},      {"RoleBinding", 2},    {"ConfigMap", 1},   {"Deployment", 1},
       {"Service", 1},   {"PodDisruptionBudget", 1}, {"NetworkPolicy", 1},
   };
@@ -647,12 +647,9 @@ TEST(GpuShareDeployTest, OverlayAddsTheProfileAndTheRbac) {
   const std::string unhealthy_namespace = gpu_args.value("unhealthyNamespace", "");
   EXPECT_EQ(unhealthy_namespace, "kube-system");
 
-  // Pods patch, cluster-wide, for the service account.
-  const YAML::Node cluster_role = named("ClusterRole", "schedext-gpushare");
-  EXPECT_TRUE(Grants(cluster_role)["pods"].count("patch"));
-  const YAML::Node cluster_binding = named("ClusterRoleBinding", "schedext-gpushare");
-  EXPECT_EQ(Str(cluster_binding["roleRef"]["kind"]), "ClusterRole");
-  EXPECT_EQ(Str(cluster_binding["roleRef"]["name"]), "schedext-gpushare");
+  // No pod writes: the device annotations travel in the Binding.
+  EXPECT_EQ(all("ClusterRole").size(), 1u) << "only the base's ClusterRole";
+  EXPECT_EQ(Grants(named("ClusterRole", "schedext"))["pods"].count("patch"), 0u);
   // ConfigMaps get/list/watch in the namespace of the unhealthy-GPU ConfigMaps.
   EXPECT_TRUE(cfg->cluster.leader_election.enabled);
   const YAML::Node role = named("Role", "schedext-gpushare");
@@ -665,7 +662,7 @@ TEST(GpuShareDeployTest, OverlayAddsTheProfileAndTheRbac) {
   EXPECT_EQ(Str(role_binding["roleRef"]["kind"]), "Role");
   EXPECT_EQ(Str(role_binding["roleRef"]["name"]), Str(role["metadata"]["name"]));
   const std::string sa = Str(all("ServiceAccount").front()["metadata"]["name"]);
-  for (const YAML::Node& binding : {cluster_binding, role_binding}) {
+  for (const YAML::Node& binding : {role_binding}) {
     ASSERT_TRUE(binding["subjects"].IsSequence());
     EXPECT_EQ(Str(binding["subjects"][0]["kind"]), "ServiceAccount");
     EXPECT_EQ(Str(binding["subjects"][0]["name"]), sa);

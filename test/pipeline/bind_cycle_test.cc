@@ -1,10 +1,12 @@
 // BindCycle on its own (the service's bind verb is covered by
 // test/server/service_bind_test.cc): which ReserveHooks are Unreserved on each
-// failure, what the pod-bound observer receives, and the rollback report.
+// failure, what the pod-bound observer receives, what the Binding carries, and
+// the deadline.
 #include "schedext/pipeline/bind_cycle.h"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -49,23 +51,21 @@ class Recorder final : public policy::Policy, public policy::ReserveHook {
   bool refuse_;
 };
 
+// Records what each Bind was asked to write.
 class FakeBinder final : public cluster::PodBinder {
  public:
-  Status Bind(const cluster::BindRequest& /*request*/) override { return answer; }
-  Status answer;
-};
-
-class FakeAnnotator final : public cluster::PodAnnotator {
- public:
-  StatusOr<std::string> Annotate(const cluster::AnnotationPatch& patch) override {
-    ++calls;
-    if (!patch.remove.empty()) {
-      return removal;
+  Status Bind(const cluster::BindRequest& request) override {
+    std::string call = std::string(request.pod_name) + "@" + std::string(request.node);
+    for (const auto& [key, value] : request.annotations) {
+      call += " " + key + "=" + value;
     }
-    return std::string("rv-7");
+    calls.push_back(std::move(call));
+    not_after = request.not_after;
+    return answer;
   }
-  int calls = 0;
-  StatusOr<std::string> removal = std::string("rv-8");
+  Status answer;
+  std::chrono::steady_clock::time_point not_after;
+  std::vector<std::string> calls;
 };
 
 class BindCycleTest : public ::testing::Test {
@@ -115,7 +115,6 @@ class BindCycleTest : public ::testing::Test {
     BindCycleOptions options;
     options.cache = &cache_;
     options.binder = &binder_;
-    options.annotator = &annotator_;
     options.on_bound = [this](const model::PodInfo& pod, std::string_view node) {
       std::string seen = std::string(pod.name) + "@" + std::string(node);
       if (auto a = pod.annotations.Find("example.com/a")) {
@@ -123,19 +122,14 @@ class BindCycleTest : public ::testing::Test {
       }
       bound_.push_back(std::move(seen));
     };
-    options.on_rollback_failure = [this](std::string_view message) {
-      rollback_failures_.emplace_back(message);
-    };
     return BindCycle(std::move(options));
   }
 
   const BindTarget kTarget{"default", "web", "uid-web", "n1"};
   cluster::ClusterCache cache_;
   FakeBinder binder_;
-  FakeAnnotator annotator_;
   std::vector<std::string> log_;
   std::vector<std::string> bound_;
-  std::vector<std::string> rollback_failures_;
 };
 
 TEST_F(BindCycleTest, ASuccessfulBindTellsTheObserverThePodAsReserved) {
@@ -145,7 +139,8 @@ TEST_F(BindCycleTest, ASuccessfulBindTellsTheObserverThePodAsReserved) {
   EXPECT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(log_, (std::vector<std::string>{"reserve a web@n1", "reserve b web@n1"}));
   EXPECT_EQ(bound_, std::vector<std::string>{"web@n1 a=yes"});
-  EXPECT_EQ(annotator_.calls, 1);
+  // One write: the hooks' annotations in the Binding itself.
+  EXPECT_EQ(binder_.calls, std::vector<std::string>{"web@n1 example.com/a=yes example.com/b=yes"});
   EXPECT_TRUE(cache_.snapshot()->IsAssumed("uid-web"));
 }
 
@@ -157,7 +152,7 @@ TEST_F(BindCycleTest, ARefusalUnreservesOnlyTheHooksBeforeIt) {
   EXPECT_EQ(log_, (std::vector<std::string>{"reserve a web@n1", "reserve b web@n1",
                                             "unreserve a web@n1"}));
   EXPECT_TRUE(bound_.empty());
-  EXPECT_EQ(annotator_.calls, 0);
+  EXPECT_TRUE(binder_.calls.empty());
   EXPECT_FALSE(cache_.snapshot()->IsAssumed("uid-web"));
 }
 
@@ -171,22 +166,34 @@ TEST_F(BindCycleTest, AFailedBindingUnreservesEveryHookLastFirst) {
   EXPECT_EQ(log_, (std::vector<std::string>{"reserve a web@n1", "reserve b web@n1",
                                             "unreserve b web@n1", "unreserve a web@n1"}));
   EXPECT_TRUE(bound_.empty());
-  EXPECT_EQ(annotator_.calls, 2);  // written, then removed
-  EXPECT_TRUE(rollback_failures_.empty());
+  EXPECT_EQ(binder_.calls.size(), 1u);
   EXPECT_FALSE(cache_.snapshot()->IsAssumed("uid-web"));
 }
 
-TEST_F(BindCycleTest, ARollbackThatConflictsIsReported) {
+TEST_F(BindCycleTest, ABindPastItsDeadlineWritesNothingAndReservesNothing) {
   auto profile = MakeProfile(/*b_refuses=*/false);
   ASSERT_NE(profile, nullptr);
-  binder_.answer = UnavailableError("api server: 500");
-  annotator_.removal = FailedPreconditionError("409 Conflict");
-  const Status s = MakeCycle().Run(*profile, kTarget);
-  EXPECT_FALSE(s.ok());
-  ASSERT_EQ(rollback_failures_.size(), 1u);
-  EXPECT_EQ(rollback_failures_[0],
-            "bind default/web to n1 failed; its annotations were left in place because the pod "
-            "changed meanwhile: 409 Conflict");
+  BindTarget late = kTarget;
+  late.not_after = std::chrono::steady_clock::now() - std::chrono::milliseconds(1);
+  const Status s = MakeCycle().Run(*profile, late);
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(s.message(), "bind default/web to n1: " + std::string(kTooLate));
+  EXPECT_TRUE(binder_.calls.empty());
+  EXPECT_TRUE(log_.empty());
+  EXPECT_TRUE(bound_.empty());
+  EXPECT_FALSE(cache_.snapshot()->IsAssumed("uid-web"));
+}
+
+TEST_F(BindCycleTest, ABindWithinItsDeadlineIsMadeAndCarriesIt) {
+  auto profile = MakeProfile(/*b_refuses=*/false);
+  ASSERT_NE(profile, nullptr);
+  BindTarget timely = kTarget;
+  timely.not_after = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  const Status s = MakeCycle().Run(*profile, timely);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(binder_.calls.size(), 1u);
+  // The client checks it again after its rate limiter's wait.
+  EXPECT_EQ(binder_.not_after, timely.not_after);
 }
 
 TEST_F(BindCycleTest, ATimedOutBindingKeepsTheReservationAndCountsAsBound) {

@@ -25,6 +25,7 @@
 
 #include "schedext/cluster/binder.h"
 #include "schedext/config/config.h"
+#include "schedext/pipeline/bind_cycle.h"
 #include "schedext/pipeline/profile.h"
 #include "schedext/policy/policy.h"
 #include "schedext/policy/registry.h"
@@ -89,6 +90,10 @@ class BlockingBinder final : public cluster::PodBinder {
     std::lock_guard<std::mutex> lock(mu_);
     released_ = true;
     cv_.notify_all();
+  }
+  int entered() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return entered_;
   }
 
  private:
@@ -735,6 +740,42 @@ TEST(HttpAbuseTest, BindsBeyondTheQueueAre503) {
   HttpReply reply;
   ASSERT_TRUE(running.ReadReply(reply));
   EXPECT_EQ(reply.status, 200);
+}
+
+// A bind that waited in the queue past server.bindDeadlineMillis is answered
+// with an error and never reaches the binder: kube-scheduler has stopped
+// waiting for it and retries the pod, so binding it now would act behind the
+// scheduler's back.
+TEST(HttpAbuseTest, ABindQueuedPastItsDeadlineIsNeverMade) {
+  QuietLog quiet;
+  BlockingBinder binder;
+  Server server(
+      [](HttpServerOptions& o) {
+        o.server.bind_threads = 1;
+        o.server.bind_deadline_millis = 200;
+      },
+      &binder);
+  ASSERT_TRUE(server.init().ok()) << server.init().ToString();
+  RawConnection running;
+  ASSERT_TRUE(running.Connect(server.port()));
+  ASSERT_TRUE(running.Send(BuildRequest("POST", "/bind", Bind1())));
+  ASSERT_TRUE(binder.WaitEntered(1));
+  RawConnection queued;
+  ASSERT_TRUE(queued.Connect(server.port()));
+  ASSERT_TRUE(queued.Send(BuildRequest("POST", "/bind", Bind1())));
+  // Long enough for the queued bind's deadline to pass behind the first.
+  std::this_thread::sleep_for(milliseconds(400));
+  binder.Release();
+  HttpReply first;
+  ASSERT_TRUE(running.ReadReply(first));
+  EXPECT_EQ(json::parse(first.body, nullptr, false), json({{"Error", ""}})) << first.body;
+  HttpReply late;
+  ASSERT_TRUE(queued.ReadReply(late)) << queued.error();
+  EXPECT_EQ(late.status, 200);
+  const json body = json::parse(late.body, nullptr, false);
+  ASSERT_TRUE(body.is_object()) << late.body;
+  EXPECT_NE(body.value("Error", "").find(pipeline::kTooLate), std::string::npos) << late.body;
+  EXPECT_EQ(binder.entered(), 1);
 }
 
 TEST(HttpAbuseTest, ConnectionsBeyondTheLimitAreClosedAtOnce) {

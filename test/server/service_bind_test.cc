@@ -1,7 +1,9 @@
-// bind with a profile that annotates pods (a ReserveHook): the order of the
-// API calls, the exact annotations, the rollback and its precondition, and
-// what happens to the cache's reservation on each outcome. A test policy
+// bind with a profile that annotates pods (a ReserveHook): the one API call,
+// the exact annotations it carries, the deadline, and what happens to the
+// cache's reservation on each outcome. A test policy
 // stands in for GpuShare so that only the service's flow is under test.
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -42,7 +44,7 @@ class SlotPolicy final : public policy::Policy, public policy::ReserveHook {
   }
 };
 
-// What the fakes saw, in order, across both of them.
+// What the binder saw, in order.
 struct CallLog {
   std::mutex mu;
   std::vector<std::string> calls;
@@ -52,40 +54,17 @@ struct CallLog {
   }
 };
 
-class FakeAnnotator final : public cluster::PodAnnotator {
- public:
-  explicit FakeAnnotator(CallLog& log) : log_(log) {}
-  StatusOr<std::string> Annotate(const cluster::AnnotationPatch& p) override {
-    std::string call = "annotate " + std::string(p.pod_namespace) + "/" +
-                       std::string(p.pod_name) + " uid=" + std::string(p.pod_uid) +
-                       " rv=" + std::string(p.resource_version);
-    for (const auto& [key, value] : p.set) {
-      call += " " + key + "=" + value;
-    }
-    for (const std::string& key : p.remove) {
-      call += " -" + key;
-    }
-    log_.Add(std::move(call));
-    if (answers.empty()) {
-      return std::string("rv-1");
-    }
-    StatusOr<std::string> answer = answers.front();
-    answers.erase(answers.begin());
-    return answer;
-  }
-  // Answered in order; then "rv-1".
-  std::vector<StatusOr<std::string>> answers;
-
- private:
-  CallLog& log_;
-};
-
 class FakeBinder final : public cluster::PodBinder {
  public:
   explicit FakeBinder(CallLog& log) : log_(log) {}
   Status Bind(const cluster::BindRequest& r) override {
-    log_.Add("bind " + std::string(r.pod_namespace) + "/" + std::string(r.pod_name) +
-             " uid=" + std::string(r.pod_uid) + " -> " + std::string(r.node));
+    std::string call = "bind " + std::string(r.pod_namespace) + "/" + std::string(r.pod_name) +
+                       " uid=" + std::string(r.pod_uid) + " -> " + std::string(r.node);
+    for (const auto& [key, value] : r.annotations) {
+      call += " " + key + "=" + value;
+    }
+    log_.Add(std::move(call));
+    not_after = r.not_after;
     if (during_bind) {
       during_bind();
     }
@@ -93,6 +72,7 @@ class FakeBinder final : public cluster::PodBinder {
   }
   Status answer;
   std::function<void()> during_bind;
+  std::chrono::steady_clock::time_point not_after;
 
  private:
   CallLog& log_;
@@ -124,10 +104,10 @@ class ServiceBindTest : public ::testing::Test {
     cache_->OnReplace(cluster::ResourceKind::kNodes, std::move(nodes));
     cache_->OnReplace(cluster::ResourceKind::kPods, std::move(pods));
     ASSERT_TRUE(cache_->Synced());
-    Make(cache_.get(), &annotator_);
+    Make(cache_.get());
   }
 
-  void Make(cluster::ClusterCache* cache, cluster::PodAnnotator* annotator) {
+  void Make(cluster::ClusterCache* cache) {
     policy::Registry registry;
     ASSERT_TRUE(policy::RegisterBuiltinPolicies(registry).ok());
     ASSERT_TRUE(registry
@@ -149,7 +129,7 @@ class ServiceBindTest : public ::testing::Test {
       profiles.push_back(*p);
     }
     ASSERT_TRUE(profiles[0]->has_reservers());
-    service_ = std::make_unique<ExtenderService>(profiles, 0, cache, &binder_, nullptr, annotator);
+    service_ = std::make_unique<ExtenderService>(profiles, 0, cache, &binder_, nullptr);
   }
 
   // The Error of a bind reply ("" on success).
@@ -173,7 +153,6 @@ class ServiceBindTest : public ::testing::Test {
   }
 
   CallLog log_;
-  FakeAnnotator annotator_{log_};
   FakeBinder binder_{log_};
   std::unique_ptr<cluster::ClusterCache> cache_;
   std::unique_ptr<ExtenderService> service_;
@@ -182,7 +161,7 @@ class ServiceBindTest : public ::testing::Test {
   RequestSummary summary_;
 };
 
-TEST_F(ServiceBindTest, WritesTheAnnotationsBeforeTheBindingAndReservesWithThem) {
+TEST_F(ServiceBindTest, WritesTheAnnotationsWithTheBindingAndReservesWithThem) {
   // While the Binding is being created, the cache already counts the pod on
   // n1 with the annotations it was reserved with.
   bool checked = false;
@@ -199,10 +178,8 @@ TEST_F(ServiceBindTest, WritesTheAnnotationsBeforeTheBindingAndReservesWithThem)
   EXPECT_EQ(Bind("slot", "web-1", kUid, "n1"), "");
   EXPECT_TRUE(checked);
   EXPECT_EQ(log_.calls,
-            (std::vector<std::string>{
-                "annotate default/web-1 uid=uid-web-1 rv= example.com/slot=n1 "
-                "example.com/pod=web-1",
-                "bind default/web-1 uid=uid-web-1 -> n1"}));
+            (std::vector<std::string>{"bind default/web-1 uid=uid-web-1 -> n1 example.com/slot=n1 "
+                                      "example.com/pod=web-1"}));
   // Bound: the reservation waits for the watch (TTL running), counted once.
   EXPECT_TRUE(Assumed());
   EXPECT_EQ(PodsOn("n1"), 1);
@@ -215,38 +192,44 @@ TEST_F(ServiceBindTest, WritesTheAnnotationsBeforeTheBindingAndReservesWithThem)
   EXPECT_EQ(PodsOn("n1"), 1);
 }
 
-TEST_F(ServiceBindTest, AFailedBindRemovesTheAnnotationsWithTheVersionItWrote) {
-  annotator_.answers = {std::string("rv-7"), std::string("rv-8")};
+TEST_F(ServiceBindTest, AFailedBindReleasesTheReservation) {
   binder_.answer = FailedPreconditionError("404 Not Found: pods \"web-1\" not found");
   EXPECT_EQ(Bind("slot", "web-1", kUid, "n1"),
             "bind default/web-1 to n1: 404 Not Found: pods \"web-1\" not found");
+  EXPECT_EQ(log_.calls.size(), 1u);
+  EXPECT_FALSE(Assumed());
+  EXPECT_EQ(PodsOn("n1"), 0);
+
+  // Nothing is left behind: the next attempt starts afresh, annotations too.
+  log_.calls.clear();
+  binder_.answer = OkStatus();
+  EXPECT_EQ(Bind("slot", "web-1", kUid, "n1"), "");
   EXPECT_EQ(log_.calls,
-            (std::vector<std::string>{
-                "annotate default/web-1 uid=uid-web-1 rv= example.com/slot=n1 "
-                "example.com/pod=web-1",
-                "bind default/web-1 uid=uid-web-1 -> n1",
-                "annotate default/web-1 uid=uid-web-1 rv=rv-7 -example.com/slot "
-                "-example.com/pod"}));
+            (std::vector<std::string>{"bind default/web-1 uid=uid-web-1 -> n1 example.com/slot=n1 "
+                                      "example.com/pod=web-1"}));
+}
+
+TEST_F(ServiceBindTest, TheListenersDeadlineReachesTheBinder) {
+  scratch_.bind_not_after = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  EXPECT_EQ(Bind("slot", "web-1", kUid, "n1"), "");
+  EXPECT_EQ(binder_.not_after, scratch_.bind_not_after);
+}
+
+TEST_F(ServiceBindTest, ABindPastTheListenersDeadlineIsRefusedUnsent) {
+  scratch_.bind_not_after = std::chrono::steady_clock::now() - std::chrono::milliseconds(1);
+  EXPECT_EQ(Bind("slot", "web-1", kUid, "n1"),
+            "bind default/web-1 to n1: " + std::string(pipeline::kTooLate));
+  EXPECT_TRUE(log_.calls.empty());
   EXPECT_FALSE(Assumed());
   EXPECT_EQ(PodsOn("n1"), 0);
 }
 
-TEST_F(ServiceBindTest, ARollbackThatConflictsLeavesThePodAndReportsTheBindFailure) {
-  annotator_.answers = {std::string("rv-7"),
-                        FailedPreconditionError("409 Conflict: the object has been modified")};
-  binder_.answer = UnavailableError("500 Internal Server Error: etcd is down");
-  EXPECT_EQ(Bind("slot", "web-1", kUid, "n1"),
-            "bind default/web-1 to n1: 500 Internal Server Error: etcd is down");
-  EXPECT_EQ(log_.calls.size(), 3u);
-  EXPECT_FALSE(Assumed());
-}
-
-TEST_F(ServiceBindTest, ATimedOutBindKeepsTheReservationAndTheAnnotations) {
+TEST_F(ServiceBindTest, ATimedOutBindKeepsTheReservation) {
   binder_.answer = DeadlineExceededError("timeout after 5s (POST https://api/binding)");
   EXPECT_EQ(Bind("slot", "web-1", kUid, "n1"),
             "bind default/web-1 to n1: timeout after 5s (POST https://api/binding)");
-  // No removal: the Binding may exist.
-  EXPECT_EQ(log_.calls.size(), 2u);
+  // The Binding may exist.
+  EXPECT_EQ(log_.calls.size(), 1u);
   EXPECT_TRUE(Assumed());
   EXPECT_EQ(PodsOn("n1"), 1);
 
@@ -256,24 +239,6 @@ TEST_F(ServiceBindTest, ATimedOutBindKeepsTheReservationAndTheAnnotations) {
   EXPECT_EQ(Bind("slot", "web-1", kUid, "n1"), "");
   EXPECT_EQ(log_.calls, (std::vector<std::string>{"bind default/web-1 uid=uid-web-1 -> n1"}));
   EXPECT_EQ(PodsOn("n1"), 1);
-}
-
-TEST_F(ServiceBindTest, FailingToAnnotateMeansNoBindingAndNoReservation) {
-  annotator_.answers = {FailedPreconditionError(
-      "409 Conflict: Precondition failed: UID in precondition: uid-web-1, UID in object meta: "
-      "uid-other")};
-  EXPECT_EQ(Bind("slot", "web-1", kUid, "n1"),
-            "bind default/web-1 to n1: writing annotations: 409 Conflict: Precondition failed: "
-            "UID in precondition: uid-web-1, UID in object meta: uid-other");
-  ASSERT_EQ(log_.calls.size(), 1u);
-  EXPECT_EQ(log_.calls[0].rfind("annotate ", 0), 0u);
-  EXPECT_FALSE(Assumed());
-  EXPECT_EQ(PodsOn("n1"), 0);
-
-  // Nothing is left behind: the next attempt starts afresh.
-  log_.calls.clear();
-  EXPECT_EQ(Bind("slot", "web-1", kUid, "n1"), "");
-  EXPECT_EQ(log_.calls.size(), 2u);
 }
 
 TEST_F(ServiceBindTest, AReserveHookRefusalIsTheError) {
@@ -302,21 +267,13 @@ TEST_F(ServiceBindTest, AReserverProfileDoesNotBindWithoutAReservation) {
 }
 
 TEST_F(ServiceBindTest, WithoutACacheAReserverProfileAnswersAnError) {
-  Make(nullptr, &annotator_);
+  Make(nullptr);
   const std::string error = Bind("slot", "web-1", kUid, "n1");
   EXPECT_NE(error.find("cannot reserve the pod in schedext's cache (schedext has no cluster "
                        "cache)"),
             std::string::npos)
       << error;
   EXPECT_TRUE(log_.calls.empty());
-}
-
-TEST_F(ServiceBindTest, WithoutAnAnnotatorTheReservationIsReleased) {
-  Make(cache_.get(), nullptr);
-  EXPECT_EQ(Bind("slot", "web-1", kUid, "n1"),
-            "bind default/web-1 to n1: writing annotations: schedext has no pod annotator");
-  EXPECT_TRUE(log_.calls.empty());
-  EXPECT_FALSE(Assumed());
 }
 
 }  // namespace

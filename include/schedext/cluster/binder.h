@@ -5,7 +5,11 @@
 #ifndef SCHEDEXT_CLUSTER_BINDER_H_
 #define SCHEDEXT_CLUSTER_BINDER_H_
 
+#include <chrono>
+#include <span>
+#include <string>
 #include <string_view>
+#include <utility>
 
 #include "schedext/status.h"
 
@@ -16,6 +20,15 @@ struct BindRequest {
   std::string_view pod_name;
   std::string_view pod_uid;
   std::string_view node;
+  // Set on the pod by the same write that sets spec.nodeName: kube-apiserver
+  // copies a Binding's metadata.annotations onto the pod (BindingREST's
+  // setPodHostAndAnnotations), so the pod is never bound without them nor
+  // annotated without being bound.
+  std::span<const std::pair<std::string, std::string>> annotations = {};
+  // The Binding is not sent after this (the caller has stopped waiting for
+  // the answer); the bind then fails with kUnavailable, having written
+  // nothing.
+  std::chrono::steady_clock::time_point not_after = std::chrono::steady_clock::time_point::max();
 };
 
 class PodBinder {

@@ -2,6 +2,12 @@
 // API (POST /api/v1/namespaces/{ns}/pods/{name}/binding), the way
 // kube-scheduler's DefaultBinder does.
 //
+// The Binding carries the request's annotations in its metadata (the API
+// server sets them on the pod in the same write as spec.nodeName) and the
+// pod's uid (a precondition). A request with a `not_after` goes out only if
+// the client's rate limiter lets it by then (KubeClient::PostBy); otherwise
+// nothing is sent and the answer is kUnavailable.
+//
 // Outcomes (see extender-protocol.md §4.1):
 //   * 2xx: bound. `on_bound` runs (the cache assumes the pod), then OK.
 //   * 409 Conflict: the pod is read back (GET .../pods/{name}); if its

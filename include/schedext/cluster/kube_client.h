@@ -7,6 +7,7 @@
 #ifndef SCHEDEXT_CLUSTER_KUBE_CLIENT_H_
 #define SCHEDEXT_CLUSTER_KUBE_CLIENT_H_
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -21,6 +22,10 @@ struct HttpResult {
   std::string body;
 };
 
+// PostBy's message when the deadline left no time to send.
+inline constexpr std::string_view kNotSentByDeadline =
+    "not sent: the deadline passed before the request's turn to go out";
+
 class KubeClient {
  public:
   virtual ~KubeClient() = default;
@@ -33,6 +38,17 @@ class KubeClient {
   virtual StatusOr<HttpResult> Post(std::string_view path, std::string_view body) = 0;
   virtual StatusOr<HttpResult> Patch(std::string_view path, std::string_view body,
                                      std::string_view content_type) = 0;
+  // POST only if the request can go out by `not_after` (its turn under the
+  // client's rate limit included); otherwise nothing is sent and the answer
+  // is kUnavailable. For a bind whose caller stops waiting at a known time:
+  // KubeBinder, on bind threads.
+  virtual StatusOr<HttpResult> PostBy(std::string_view path, std::string_view body,
+                                      std::chrono::steady_clock::time_point not_after) {
+    if (std::chrono::steady_clock::now() > not_after) {
+      return UnavailableError(std::string(kNotSentByDeadline));
+    }
+    return Post(path, body);
+  }
   // GET a watch stream and calls `on_event` with each newline-delimited JSON
   // event as it arrives. Returns when the server ends the stream (OK), the
   // connection fails (kUnavailable), the reply is not 200 (the status code and

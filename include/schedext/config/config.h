@@ -70,10 +70,18 @@ struct ServerConfig {
   int keep_alive_timeout_seconds = 120;
   size_t keep_alive_max_count = 100000;  // requests per connection
   // bind calls the Kubernetes API and may block for seconds: it runs on this
-  // many threads of its own, never on an I/O thread. Beyond
+  // many threads of its own, never on an I/O thread, each keeping one
+  // connection to the API server (binds in flight at once). Beyond
   // max_pending_binds waiting binds, a bind is answered 503 at once.
-  int bind_threads = 4;
+  int bind_threads = 8;
   int max_pending_binds = 1024;
+  // A bind not sent to the API server within this many milliseconds of its
+  // arrival (queued behind other binds or the client's rate limit) is
+  // answered with an error and never sent: kube-scheduler's extender
+  // httpTimeout (5 s by default) has run out or nearly, so it has retried or
+  // will retry the pod, and a late Binding would act behind its back. Keep it
+  // below that httpTimeout by the API server's bind latency.
+  int bind_deadline_millis = 4000;
   // Seconds to wait for in-flight requests on SIGTERM before exiting anyway.
   int shutdown_grace_seconds = 25;
   // A request's buffers (body, JSON parser, reply) are kept for the next
@@ -144,8 +152,12 @@ struct ClusterConfig {
   std::string mode = "auto";
   std::string kubeconfig;  // empty: $KUBECONFIG, then in-cluster
   std::string context;     // empty: the kubeconfig's current-context
-  int qps = 20;            // client-side rate limit of API requests
-  int burst = 40;
+  // Client-side rate limit of API requests. Binds are nearly all of them:
+  // kube-scheduler sends them as fast as it decides, so this must not be
+  // slower than the scheduler (API Priority and Fairness protects the API
+  // server; a bind it refuses with 429 fails and the scheduler retries it).
+  int qps = 200;
+  int burst = 400;
   int timeout_seconds = 10;      // per API request (connect, read, write)
   int assume_ttl_seconds = 30;   // a bound pod counts at once for this long
                                  // unless the watch confirms it; 0: forever

@@ -9,16 +9,15 @@
 //      annotations the hooks asked for, so per-node policy state
 //      (NodeAccounting) counts it where the annotations will say — and two
 //      binds in flight cannot both take the last room;
-//   2. annotate: write the hooks' annotations to the pod (PodAnnotator, a
-//      merge patch with the uid precondition) — skipped when there are none;
-//   3. bind: create the Binding (PodBinder), with no lock held;
-//   4. confirm (ClusterCache::FinishBinding, the reservation's TTL starts;
+//   2. bind: create the Binding (PodBinder), with no lock held, carrying the
+//      hooks' annotations in its metadata: kube-apiserver sets them on the
+//      pod in the same write as spec.nodeName, so the pod is never bound
+//      without them and never keeps them unbound — one write, nothing to
+//      roll back;
+//   3. confirm (ClusterCache::FinishBinding, the reservation's TTL starts;
 //      the watch then replaces it with the API's object) and tell the
-//      pod-bound observers — or forget: drop the reservation, remove the
-//      annotations with the resourceVersion precondition of what step 2
-//      wrote (the real API answers a stale resourceVersion or uid with 409,
-//      kFailedPrecondition: the pod changed, e.g. the failed bind did happen,
-//      and the annotations are left alone), and Unreserve the hooks.
+//      pod-bound observers — or forget: drop the reservation and Unreserve
+//      the hooks.
 //
 // Outcomes, as ExtenderService answers them (each an Error of a 200 reply,
 // prefixed "bind <ns>/<name> to <node>: "):
@@ -29,11 +28,13 @@
 //   no reservation possible (no cache, no uid, pod or node not in the cache,
 //   cache not synced): a profile without ReserveHooks binds anyway (the watch
 //   counts the pod); one with them refuses ("cannot reserve the pod ...")
-//   annotating failed              "writing annotations: <api>" (no Binding)
+//   past target.not_after          "too late: ..." (kUnavailable, nothing
+//                                  written), checked on entry and again by the
+//                                  client before the Binding goes out
 //   Binding failed                 "<api status>"; after a timeout
 //                                  (kDeadlineExceeded) the Binding may exist,
-//                                  so the reservation and the annotations
-//                                  stay (the watch confirms or the TTL ends it)
+//                                  so the reservation stays (the watch
+//                                  confirms or the TTL ends it)
 //
 // Thread-safety: Run may be called from many threads at once; the cache
 // serialises the reservations. Everything given at construction must outlive
@@ -41,12 +42,12 @@
 #ifndef SCHEDEXT_PIPELINE_BIND_CYCLE_H_
 #define SCHEDEXT_PIPELINE_BIND_CYCLE_H_
 
+#include <chrono>
 #include <functional>
 #include <string_view>
 
 #include "schedext/cluster/binder.h"
 #include "schedext/cluster/cache.h"
-#include "schedext/cluster/pod_annotator.h"
 #include "schedext/model/pod_info.h"
 #include "schedext/pipeline/profile.h"
 #include "schedext/status.h"
@@ -59,22 +60,27 @@ struct BindTarget {
   std::string_view pod_name;
   std::string_view pod_uid;  // empty: the pod cannot be reserved
   std::string_view node;
+  // When the caller stops waiting (kube-scheduler's extender httpTimeout,
+  // from the request's arrival): a bind that could only start later is not
+  // made, since the scheduler has given up on it and will retry the pod.
+  std::chrono::steady_clock::time_point not_after = std::chrono::steady_clock::time_point::max();
 };
+
+// The message of a bind refused for want of time.
+inline constexpr std::string_view kTooLate =
+    "too late: the bind waited past server.bindDeadlineMillis before it could be sent; nothing "
+    "was written (the scheduler retries the pod)";
 
 struct BindCycleOptions {
   // Each may be null: no cluster cache (no reservation), no API connection
-  // (every bind fails), no annotator (a profile that annotates cannot bind).
+  // (every bind fails).
   cluster::ClusterCache* cache = nullptr;
   cluster::PodBinder* binder = nullptr;
-  cluster::PodAnnotator* annotator = nullptr;
   // After each successful bind (also after a timeout: the Binding may
   // exist), outside every lock: policy::PolicyHost::NotifyPodBound. The pod
   // is the reserved one (requests, annotations), or only its identity when
   // it was not reserved and the cache does not know it.
   std::function<void(const model::PodInfo& pod, std::string_view node)> on_bound;
-  // A rollback that could not remove the annotations (why, for the log);
-  // called on the bind's thread. Null: not reported.
-  std::function<void(std::string_view message)> on_rollback_failure;
 };
 
 class BindCycle {

@@ -102,17 +102,16 @@ class ReserveHook {
   // snapshot shows it (usage includes every reservation). Either refuses
   // (a non-OK status whose message says why; bind then answers it as the
   // Error) or appends to `out` the annotations to reserve the pod with. The
-  // server writes them to the pod (PodAnnotator) before creating the
-  // Binding, and removes them again if the bind fails. Not on the hot path
+  // server sends them in the Binding, which sets them on the pod in the same
+  // write as its node; a failed bind writes nothing. Not on the hot path
   // (one call per bind), but under the cache's mutex: be quick, no I/O.
   virtual Status Reserve(const model::PodInfo& pod, const model::NodeInfo& node,
                          PodAnnotations& out) const = 0;
   // The bind cycle gave up after this hook's Reserve succeeded (a later
-  // ReserveHook refused, writing the annotations failed, or the API server
-  // refused the Binding). Undo what Reserve did outside the cluster cache;
-  // the cache's reservation itself (and every NodeAccounting state derived
-  // from it) is dropped by the bind cycle, and the annotations are removed
-  // by it too. Called without any lock held, at most once per successful
+  // ReserveHook refused, or the Binding was refused or not sent). Undo what
+  // Reserve did outside the cluster cache; the cache's reservation itself
+  // (and every NodeAccounting state derived from it) is dropped by the bind
+  // cycle, and no annotation was written. Called without any lock held, at most once per successful
   // Reserve. Default: nothing to undo.
   virtual void Unreserve(const model::PodInfo& /*pod*/, std::string_view /*node*/) const {}
 };

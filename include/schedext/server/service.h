@@ -13,8 +13,8 @@
 #ifndef SCHEDEXT_SERVER_SERVICE_H_
 #define SCHEDEXT_SERVER_SERVICE_H_
 
-#include <functional>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -22,7 +22,6 @@
 
 #include "schedext/cluster/binder.h"
 #include "schedext/cluster/cache.h"
-#include "schedext/cluster/pod_annotator.h"
 #include "schedext/pipeline/bind_cycle.h"
 #include "schedext/pipeline/profile.h"
 #include "schedext/server/metrics.h"
@@ -67,6 +66,10 @@ struct Scratch {
   std::vector<pipeline::PreemptDecision> decisions;
   std::vector<std::string_view> uids;
   std::vector<wire::MetaVictimsEntry> victims;
+  // bind: when kube-scheduler stops waiting for this bind's answer (set by
+  // the listener from the request's arrival and server.bindDeadlineMillis;
+  // max: never). A bind that cannot be sent by then is refused unsent.
+  std::chrono::steady_clock::time_point bind_not_after = std::chrono::steady_clock::time_point::max();
   // Set by a writer that sends replies in pieces (the HTTP listener): a
   // filter reply then leaves the passing nodes (full mode) or long runs of
   // passing names (names mode) in the request body and lists them in
@@ -90,20 +93,18 @@ struct RequestSummary {
 
 class ExtenderService {
  public:
-  // `profiles` non-empty; `default_profile` indexes it. `cache`, `binder` and
-  // `annotator` may be null (no cluster connection); `metrics` may be null.
+  // `profiles` non-empty; `default_profile` indexes it. `cache` and `binder`
+  // may be null (no cluster connection); `metrics` may be null.
   // With a cache, names are resolved through its snapshots, full node objects
   // get their usage from it, preempt resolves victims' UIDs in it, and bind
   // reserves the pod on its node (with the profile's ReserveHook annotations)
-  // before calling `binder`; reserved annotations are written through
-  // `annotator` first and removed again when the bind fails: the
-  // pipeline::BindCycle over these three runs the bind verb. `on_bound`
-  // (may be empty) is told of every pod bound (policy::PolicyHost's
+  // before calling `binder`, which writes those annotations with the
+  // Binding: the pipeline::BindCycle over these two runs the bind verb.
+  // `on_bound` (may be empty) is told of every pod bound (policy::PolicyHost's
   // NotifyPodBound).
   ExtenderService(
       std::vector<std::shared_ptr<const pipeline::Profile>> profiles, size_t default_profile,
       cluster::ClusterCache* cache, cluster::PodBinder* binder, Metrics* metrics,
-      cluster::PodAnnotator* annotator = nullptr,
       std::function<void(const model::PodInfo& pod, std::string_view node)> on_bound = {});
   ~ExtenderService();
 
@@ -161,7 +162,6 @@ class ExtenderService {
   cluster::ClusterCache* cache_;
   cluster::PodBinder* binder_;
   Metrics* metrics_;
-  cluster::PodAnnotator* annotator_;
   std::unique_ptr<pipeline::BindCycle> bind_cycle_;
   // Rate limits of the request warnings (counted in metrics_).
   std::unique_ptr<LogLimiter> bad_request_log_;
