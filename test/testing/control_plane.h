@@ -73,7 +73,10 @@ struct ControlPlaneBinaries {
 //      compile definition SCHEDEXT_K8S_BIN_DIR), etcd at /usr/bin/etcd or on
 //      PATH, kubectl on PATH.
 // A kube-scheduler on its own can also be given by $SCHEDEXT_KUBE_SCHEDULER.
-// kNotFound with a message saying what is missing and how to get it.
+// When $SCHEDEXT_K8S_VERSION is a minor ("1.37"; ctest sets it and the folder
+// for each registration of a suite), both binaries' `--version` must be of it.
+// kNotFound with a message saying what is missing (or of which version it is)
+// and how to get it.
 StatusOr<ControlPlaneBinaries> FindControlPlaneBinaries();
 
 // True when $CI is "true" (as GitHub Actions, GitLab and .ci/run set it):
