@@ -304,6 +304,22 @@ StatusOr<std::string> BinaryVersion(const std::string& binary) {
   return line;
 }
 
+int KubernetesMinor(std::string_view version_line) {
+  constexpr std::string_view kPrefix = "Kubernetes v1.";
+  if (version_line.substr(0, kPrefix.size()) != kPrefix) return -1;
+  int minor = 0;
+  size_t i = kPrefix.size();
+  // Two digits at most: no minor above 99 is coming, and the bound keeps the
+  // int from overflowing on a malformed line.
+  for (; i < version_line.size() && i < kPrefix.size() + 2 &&
+         version_line[i] >= '0' && version_line[i] <= '9';
+       ++i) {
+    minor = minor * 10 + (version_line[i] - '0');
+  }
+  if (i == kPrefix.size() || i >= version_line.size() || version_line[i] != '.') return -1;
+  return minor;
+}
+
 StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                    std::string_view stdin_text, milliseconds timeout) {
   if (argv.empty()) return InvalidArgumentError("RunCommand: empty argv");

@@ -86,6 +86,11 @@ bool ControlPlaneRequired();
 // `<binary> --version`'s first line ("Kubernetes v1.26.7"), or the error.
 StatusOr<std::string> BinaryVersion(const std::string& binary);
 
+// The minor of such a line (26 for "Kubernetes v1.26.4-ocp-microshift-4.13"),
+// or -1 when it is not one: for the tests whose expectations differ between
+// the minors of tools/k8s/versions.
+int KubernetesMinor(std::string_view version_line);
+
 struct ControlPlaneOptions {
   // Extra kube-apiserver flags, e.g. "--max-requests-inflight=3"
   // or "--watch-cache=false". Appended after the fixture's own.
