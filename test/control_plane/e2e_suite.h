@@ -149,13 +149,22 @@ class E2eSuite : public ControlPlaneSuite {
   static SchedextProcess& schedext() { return *shared().schedext; }
 
   // Restarts kube-scheduler with `deploy_file` as edited; urlPrefix defaults
-  // to schedext's URL plus `profile_path` ("" or "/<profile>").
+  // to schedext's URL plus `profile_path` ("" or "/<profile>"). From 1.33 on,
+  // with --feature-gates=SchedulerPopFromBackoffQ=false, as
+  // docs/kubernetes-versions.md tells users to run it: with the gate on, a pod
+  // schedext rejected is retried the moment the scheduler sees the event that
+  // freed room (a pod deleted), before schedext's own watch has delivered it,
+  // and is refused again and left until some later event.
   static void StartScheduler(std::string_view deploy_file, SchedulerEdits edits,
                              std::string_view profile_path = "") {
     if (edits.url_prefix.empty()) edits.url_prefix = schedext().url() + std::string(profile_path);
     auto config = SchedulerConfigFromDeploy(cp(), deploy_file, edits);
     ASSERT_TRUE(config.ok()) << config.status().ToString();
-    auto started = cp().StartScheduler(*config);
+    std::vector<std::string> flags;
+    if (KubernetesMinor(cp().scheduler_version()) >= 33) {
+      flags.push_back("--feature-gates=SchedulerPopFromBackoffQ=false");
+    }
+    auto started = cp().StartScheduler(*config, flags);
     ASSERT_TRUE(started.ok()) << started.status().ToString();
   }
 

@@ -3,6 +3,7 @@
 // verified against the PKI it generated.
 #include <signal.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -29,11 +30,20 @@ class FixtureTest : public ControlPlaneSuite {
   static void SetUpTestSuite() { StartSharedControlPlane(); }
 };
 
+// The minor this registration of the suite is for (ctest sets it per
+// version, test/CMakeLists.txt); 1.26 when run by hand without it.
+std::string ExpectedMinor() {
+  const char* v = std::getenv("SCHEDEXT_K8S_VERSION");
+  return v != nullptr && *v != '\0' ? std::string(v) : std::string("1.26");
+}
+
 TEST_F(FixtureTest, PrintsVersionsAndServesReadyz) {
-  EXPECT_NE(cp().api_server_version().find("Kubernetes v1.26"), std::string::npos)
+  const std::string minor = ExpectedMinor();
+  EXPECT_EQ(cp().api_server_version().rfind("Kubernetes v" + minor + ".", 0), 0u)
       << cp().api_server_version();
   if (!cp().binaries().kube_scheduler.empty()) {
-    EXPECT_NE(cp().scheduler_version().find("Kubernetes v"), std::string::npos);
+    EXPECT_EQ(cp().scheduler_version().rfind("Kubernetes v" + minor + ".", 0), 0u)
+        << cp().scheduler_version();
   }
   std::cout << "kube-apiserver --version: " << cp().api_server_version() << "\n"
             << "kube-scheduler --version: " << cp().scheduler_version() << "\n";
@@ -44,7 +54,23 @@ TEST_F(FixtureTest, PrintsVersionsAndServesReadyz) {
   EXPECT_EQ(ready->status, 200) << ready->body;
   auto version = admin->Get("/version");
   ASSERT_TRUE(version.ok()) << version.status().ToString();
-  EXPECT_EQ(json::parse(version->body).value("minor", ""), "26") << version->body;
+  EXPECT_EQ(json::parse(version->body).value("minor", ""), minor.substr(minor.find('.') + 1))
+      << version->body;
+}
+
+TEST_F(FixtureTest, RefusesBinariesOfAnotherMinor) {
+  // A suite registered for one minor must not run on another's binaries
+  // under its name (KUBEBUILDER_ASSETS or a stale folder pointing elsewhere).
+  const std::string saved = ExpectedMinor();
+  ASSERT_EQ(::setenv("SCHEDEXT_K8S_VERSION", "1.9", 1), 0);
+  StatusOr<ControlPlaneBinaries> other = FindControlPlaneBinaries();
+  ASSERT_EQ(::setenv("SCHEDEXT_K8S_VERSION", saved.c_str(), 1), 0);
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(other.status().message().find("SCHEDEXT_K8S_VERSION=1.9 but"), std::string::npos)
+      << other.status().message();
+  StatusOr<ControlPlaneBinaries> own = FindControlPlaneBinaries();
+  EXPECT_TRUE(own.ok()) << own.status().ToString();
 }
 
 TEST_F(FixtureTest, EachKubeconfigIsItsUser) {

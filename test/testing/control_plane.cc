@@ -274,7 +274,21 @@ StatusOr<ControlPlaneBinaries> FindControlPlaneBinaries() {
         ". Get them with: `apt-get install etcd-server kubernetes-client` (etcd, kubectl) and "
         "`../shared/k8s/install <build>/k8s-bin` (the build runs it at configure time when "
         "../shared/k8s exists), or set KUBEBUILDER_ASSETS to a folder with kube-apiserver, "
-        "etcd and kubectl (envtest's `setup-envtest use 1.26.x`).");
+        "etcd and kubectl (envtest's `setup-envtest use 1.26.x`); `scripts/dev k8s [MINOR]` "
+        "prints (and builds when missing) the folder of one minor of tools/k8s/versions.");
+  }
+  // ctest runs every suite once per minor under that minor's name: a binary of
+  // another minor (KUBEBUILDER_ASSETS set, a stale folder) must not pass as it.
+  if (const std::string want = Getenv("SCHEDEXT_K8S_VERSION"); !want.empty()) {
+    for (const std::string* binary : {&b.kube_apiserver, &b.kube_scheduler}) {
+      if (binary->empty()) continue;
+      SCHEDEXT_ASSIGN_OR_RETURN(std::string version, BinaryVersion(*binary));
+      if (version.rfind("Kubernetes v" + want + ".", 0) != 0) {
+        return NotFoundError("SCHEDEXT_K8S_VERSION=" + want + " but " + *binary + " is \"" +
+                             version + "\" (" + b.source + "); `scripts/dev k8s " + want +
+                             "` prints the folder of " + want);
+      }
+    }
   }
   return b;
 }
@@ -288,6 +302,22 @@ StatusOr<std::string> BinaryVersion(const std::string& binary) {
   }
   std::string line = r.output.substr(0, r.output.find('\n'));
   return line;
+}
+
+int KubernetesMinor(std::string_view version_line) {
+  constexpr std::string_view kPrefix = "Kubernetes v1.";
+  if (version_line.substr(0, kPrefix.size()) != kPrefix) return -1;
+  int minor = 0;
+  size_t i = kPrefix.size();
+  // Two digits at most: no minor above 99 is coming, and the bound keeps the
+  // int from overflowing on a malformed line.
+  for (; i < version_line.size() && i < kPrefix.size() + 2 &&
+         version_line[i] >= '0' && version_line[i] <= '9';
+       ++i) {
+    minor = minor * 10 + (version_line[i] - '0');
+  }
+  if (i == kPrefix.size() || i >= version_line.size() || version_line[i] != '.') return -1;
+  return minor;
 }
 
 StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,

@@ -73,7 +73,10 @@ struct ControlPlaneBinaries {
 //      compile definition SCHEDEXT_K8S_BIN_DIR), etcd at /usr/bin/etcd or on
 //      PATH, kubectl on PATH.
 // A kube-scheduler on its own can also be given by $SCHEDEXT_KUBE_SCHEDULER.
-// kNotFound with a message saying what is missing and how to get it.
+// When $SCHEDEXT_K8S_VERSION is a minor ("1.37"; ctest sets it and the folder
+// for each registration of a suite), both binaries' `--version` must be of it.
+// kNotFound with a message saying what is missing (or of which version it is)
+// and how to get it.
 StatusOr<ControlPlaneBinaries> FindControlPlaneBinaries();
 
 // True when $CI is "true" (as GitHub Actions, GitLab and .ci/run set it):
@@ -82,6 +85,11 @@ bool ControlPlaneRequired();
 
 // `<binary> --version`'s first line ("Kubernetes v1.26.7"), or the error.
 StatusOr<std::string> BinaryVersion(const std::string& binary);
+
+// The minor of such a line (26 for "Kubernetes v1.26.4-ocp-microshift-4.13"),
+// or -1 when it is not one: for the tests whose expectations differ between
+// the minors of tools/k8s/versions.
+int KubernetesMinor(std::string_view version_line);
 
 struct ControlPlaneOptions {
   // Extra kube-apiserver flags, e.g. "--max-requests-inflight=3"
