@@ -108,6 +108,7 @@ void AppendExplanationJson(const pipeline::Profile& profile, const wire::Extende
     if (explained[i] < 0) {
       n["verdict"] = "unresolvable";
       n["reason"] = std::string(kUnknownNode);
+      n["detail"] = nullptr;
       n["rejectedBy"] = nullptr;
       n["filters"] = Json::array();
       n["scores"] = nullptr;
@@ -120,13 +121,15 @@ void AppendExplanationJson(const pipeline::Profile& profile, const wire::Extende
     const pipeline::ExplainedNode& node = explanation.nodes[explained[i]];
     n["verdict"] = std::string(VerdictName(node.code));
     n["reason"] = OrNull(node.reason());
+    n["detail"] = OrNull(node.detail());
     n["rejectedBy"] =
         node.decisive < 0 ? Json(nullptr) : Json(std::string(node.filters[node.decisive].policy));
     Json filters = Json::array();
     for (const pipeline::ExplainedVerdict& v : node.filters) {
       filters.push_back({{"policy", std::string(v.policy)},
                          {"verdict", std::string(VerdictName(v.code))},
-                         {"reason", OrNull(v.reason)}});
+                         {"reason", OrNull(v.reason)},
+                         {"detail", OrNull(v.detail)}});
     }
     n["filters"] = std::move(filters);
     if (node.scored && can_rank) {
@@ -258,7 +261,9 @@ StatusOr<std::string> FormatExplanationText(std::string_view json) {
     if (!n["reason"].is_null()) {
       reasons.push_back("  " + Text(n["name"]) + ": " +
                         (n["rejectedBy"].is_null() ? "" : Text(n["rejectedBy"]) + ": ") +
-                        Text(n["reason"]));
+                        Text(n["reason"]) +
+                        (n.value("detail", Json()).is_string() ? " (" + Text(n["detail"]) + ")"
+                                                               : ""));
     }
   }
   out += Table(rows);

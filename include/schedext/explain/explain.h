@@ -16,8 +16,10 @@
 //      {"name": "n1",
 //       "verdict": "pass" | "unschedulable" | "unresolvable" | "error",
 //       "reason": null | "...",     // the text filter answers for the node
+//       "detail": null | "...",     // that policy's per-node detail (FilterHook::Detail)
 //       "rejectedBy": null | "NodeLabel",
-//       "filters": [{"policy": "NodeLabel", "verdict": "pass", "reason": null}],
+//       "filters": [{"policy": "NodeLabel", "verdict": "pass", "reason": null,
+//                    "detail": null}],
 //       "scores": null | [{"policy": "NodeLabel", "weight": 2, "raw": 5,
 //                          "normalized": 100, "weighted": 200}],
 //       "weightedTotal": null | 200,
