@@ -23,6 +23,7 @@
 
 #include "schedext/cli/commands.h"
 #include "schedext/cluster/cache.h"
+#include "schedext/explain/explain.h"
 #include "schedext/cluster/client_config.h"
 #include "schedext/cluster/http_kube_client.h"
 #include "schedext/cluster/informer.h"
@@ -675,6 +676,15 @@ int main(int argc, char** argv) {
   }
   for (const schedext::policy::PolicyHost::Route& route : host.routes()) {
     options.get_routes.push_back({route.path, route.handler});
+  }
+  if (connection) {
+    // A pending pod explained against the live cache (explain/explain.h).
+    const schedext::cluster::ClusterCache* cache = connection->cache.get();
+    options.get_routes.push_back(
+        {"/explain/pod", [cache, &built](std::string_view rest, std::string& body) {
+           return schedext::explain::ExplainCachedPod(*cache, built->profiles,
+                                                      built->default_profile, rest, body);
+         }});
   }
   // server.record: a sample of the traffic to files, for `schedext replay`.
   std::unique_ptr<schedext::record::Recorder> recorder;

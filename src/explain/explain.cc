@@ -45,13 +45,14 @@ std::string_view ModeName(wire::NodeMode mode) {
 
 void AppendExplanationJson(const pipeline::Profile& profile, const wire::ExtenderArgsView& args,
                            std::span<const uint32_t> node_index,
-                           const pipeline::Explanation& explanation, std::string& out) {
+                           const pipeline::Explanation& explanation, std::string& out,
+                           std::string_view node_mode) {
   Json doc;
   doc["profile"] = profile.name();
   doc["pod"] = {{"namespace", std::string(args.pod.namespace_name)},
                 {"name", std::string(args.pod.name)},
                 {"uid", std::string(args.pod.uid)}};
-  doc["nodeMode"] = std::string(ModeName(args.mode));
+  doc["nodeMode"] = std::string(node_mode.empty() ? ModeName(args.mode) : node_mode);
   doc["scoring"] = "passing";
   Json policies = Json::array();
   for (const auto& p : profile.policies()) {

@@ -14,7 +14,8 @@
 // 7, 6, 5 or 4 GiB depending on the node, and every node has at least 8 GiB
 // free in total (kube-scheduler's own fit passes). A pod asking for 8 GiB
 // fits on no single GPU anywhere: schedext rejects all 120 nodes, for four
-// different shortfalls, with one reason.
+// different shortfalls, with one reason. GET /explain/pod/<ns>/<pod> on
+// schedext then gives each node's shortfall from the live cache.
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -143,6 +144,35 @@ TEST_F(PendingReasonsE2eTest, RejectionOnEveryNodeIsOneCountedReason) {
   ASSERT_TRUE(condition.has_value());
   EXPECT_TRUE(std::regex_match(*condition, counted_once)) << *condition;
   EXPECT_EQ(GetPod(cp(), ns_, "big")["spec"].value("nodeName", ""), "");
+
+  // What the event leaves out, per node, from schedext's live cache with no
+  // request body: GET /explain/pod/<ns>/big/gpushare (the profile the
+  // scheduler's urlPrefix names; the default one has no GpuShare).
+  const auto [status, body] =
+      HttpGet(schedext().port(), "/explain/pod/" + ns_ + "/big/gpushare");
+  ASSERT_EQ(status, 200) << body;
+  const json doc = json::parse(body, nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << body;
+  EXPECT_EQ(doc["nodeMode"], "cache");
+  EXPECT_EQ(doc["pod"]["name"], "big");
+  EXPECT_EQ(doc["ranking"], json::array());
+  std::map<std::string, std::string> details;
+  for (const json& n : doc["nodes"]) {
+    const std::string name = n.value("name", "");
+    if (name.rfind(ns_ + "-g", 0) != 0) continue;
+    EXPECT_EQ(n["verdict"], "unschedulable") << n.dump();
+    EXPECT_EQ(n["rejectedBy"], "GpuShare") << n.dump();
+    EXPECT_EQ(n["reason"], kReason) << n.dump();
+    details[name] = n["detail"].is_string() ? n["detail"].get<std::string>() : "(null)";
+  }
+  std::map<std::string, std::string> want_details;
+  for (int i = 0; i < kNodes; ++i) {
+    const int taken = 1 + i % 4;  // device 0's free 8 - taken is the largest
+    want_details[Node("g" + std::to_string(i))] =
+        "needs 8 GiB on one GPU; largest free " + std::to_string(8 - taken) + " GiB, short by " +
+        std::to_string(taken) + " GiB";
+  }
+  EXPECT_EQ(details, want_details);
 }
 
 }  // namespace

@@ -152,6 +152,49 @@ TEST_F(ExplainTest, NodeNamesFromTheCacheWithAnUnknownName) {
   EXPECT_EQ(json::parse(out_), ExpectedAll(true)) << out_;
 }
 
+// GET /explain/pod/shop/web-1: the pending pod as the cache holds it, against
+// every node of the cache (name order): the same answer as the request body
+// with those nodes, in node mode "cache".
+TEST_F(ExplainTest, CachedPendingPodAgainstEveryCachedNode) {
+  auto cache = CacheWith(Nodes(), {BoundPod(), Pod()});
+  const auto profiles = BuildProfiles(kConfig);
+  std::string body;
+  ASSERT_EQ(ExplainCachedPod(*cache, profiles, 0, "shop/web-1", body), 200) << body;
+  json want = ExpectedAll(false);
+  want["nodeMode"] = "cache";
+  EXPECT_EQ(json::parse(body), want) << body;
+
+  // The profile named in the path.
+  body.clear();
+  ASSERT_EQ(ExplainCachedPod(*cache, profiles, 0, "shop/web-1/packing", body), 200) << body;
+  EXPECT_EQ(json::parse(body)["profile"], "packing") << body;
+
+  struct Refused {
+    std::string rest;
+    int status;
+    std::string error;
+  };
+  const std::vector<Refused> refused = {
+      {"shop", 400, "explain: want GET /explain/pod/<namespace>/<name>[/<profile>]"},
+      {"shop//x", 400, "explain: want GET /explain/pod/<namespace>/<name>[/<profile>]"},
+      {"shop/web-1/all/x", 400, "explain: want GET /explain/pod/<namespace>/<name>[/<profile>]"},
+      {"shop/web-2", 404, "explain: the cluster cache has no pod shop/web-2"},
+      {"other/web-1", 404, "explain: the cluster cache has no pod other/web-1"},
+      {"shop/web-1/nope", 404, "explain: no such profile"},
+  };
+  for (const Refused& r : refused) {
+    SCOPED_TRACE(r.rest);
+    body.clear();
+    EXPECT_EQ(ExplainCachedPod(*cache, profiles, 0, r.rest, body), r.status);
+    EXPECT_EQ(json::parse(body).value("Error", ""), r.error) << body;
+  }
+
+  // Before the cache has synced there is nothing to explain against.
+  cluster::ClusterCache empty;
+  body.clear();
+  EXPECT_EQ(ExplainCachedPod(empty, profiles, 0, "shop/web-1", body), 503);
+}
+
 // Profile "packing", no filter: every node is scored (total weight 2).
 //   MostAllocated: Σ requested·100/alloc per resource, averaged:
 //     n1 (1 cpu of 4, 2Gi of 8Gi) 25; n2 (db-1 doubles it) 50; n3 (half
