@@ -48,6 +48,7 @@ constexpr std::string_view kUsage =
 Usage: schedext [flags]
        schedext explain --config FILE [flags] REQUEST.json  (see schedext explain --help)
        schedext replay --config FILE [flags] DIR            (see schedext replay --help)
+       schedext why [--server URL] NAMESPACE/POD            (see schedext why --help)
 
 Flags:
   --config FILE         configuration file (YAML); without it the embedded default
@@ -548,6 +549,10 @@ int main(int argc, char** argv) {
     // The offline subcommands (src/cli/): no listener, no cluster.
     return schedext::cli::ExplainCommand(std::vector<std::string>(argv + 2, argv + argc),
                                          std::cout, std::cerr);
+  }
+  if (argc > 1 && std::string_view(argv[1]) == "why") {
+    return schedext::cli::WhyCommand(std::vector<std::string>(argv + 2, argv + argc), std::cout,
+                                     std::cerr);
   }
   if (argc > 1 && std::string_view(argv[1]) == "replay") {
     return schedext::cli::ReplayCommand(std::vector<std::string>(argv + 2, argv + argc),

@@ -16,6 +16,9 @@
 // fits on no single GPU anywhere: schedext rejects all 120 nodes, for four
 // different shortfalls, with one reason. GET /explain/pod/<ns>/<pod> on
 // schedext then gives each node's shortfall from the live cache.
+#include <sys/wait.h>
+
+#include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -35,6 +38,19 @@ constexpr std::string_view kGpuShareConfig = "deploy/scheduler/kube-scheduler-co
 constexpr std::string_view kGpuMem = "aliyun.com/gpu-mem";
 constexpr int kNodes = 120;
 constexpr std::string_view kReason = "Insufficient aliyun.com/gpu-mem on any one GPU";
+
+// Runs the schedext binary with `args`: its exit code (-1 when it did not
+// exit), stdout and stderr in `out`.
+int RunSchedext(const std::string& args, std::string& out) {
+  const std::string command = std::string(SCHEDEXT_BINARY) + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return -1;
+  out.clear();
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) out.append(buffer, n);
+  const int status = pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
 
 class PendingReasonsE2eTest : public E2eSuite {
  protected:
@@ -173,6 +189,26 @@ TEST_F(PendingReasonsE2eTest, RejectionOnEveryNodeIsOneCountedReason) {
         std::to_string(taken) + " GiB";
   }
   EXPECT_EQ(details, want_details);
+
+  // `schedext why` asks the same endpoint: the document as JSON, and the
+  // table with each rejected node's reason and detail.
+  std::string out;
+  const std::string why = "why --server " + schedext().url() + " --profile gpushare " + ns_ + "/big";
+  ASSERT_EQ(RunSchedext(why + " --output json", out), 0) << out;
+  json why_doc = json::parse(out, nullptr, false);
+  ASSERT_TRUE(why_doc.is_object()) << out;
+  EXPECT_EQ(why_doc["nodes"], doc["nodes"]);
+  ASSERT_EQ(RunSchedext(why, out), 0) << out;
+  EXPECT_EQ(out.rfind("profile gpushare, pod " + ns_ + "/big: ", 0), 0u) << out;
+  EXPECT_NE(out.find("\n  " + Node("g0") + ": GpuShare: " + std::string(kReason) +
+                     " (needs 8 GiB on one GPU; largest free 7 GiB, short by 1 GiB)\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("ranking: (no node passes)\n"), std::string::npos) << out;
+  const size_t rejected = out.find("rejected:\n");
+  Note("schedext why (excerpt):\n" + out.substr(0, 400) + "\n...\n" +
+       (rejected == std::string::npos ? "" : out.substr(rejected, 500)));
+  EXPECT_EQ(RunSchedext("why --server " + schedext().url() + " " + ns_ + "/nope", out), 1) << out;
 }
 
 }  // namespace
