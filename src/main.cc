@@ -23,6 +23,7 @@
 
 #include "schedext/cli/commands.h"
 #include "schedext/cluster/cache.h"
+#include "schedext/explain/explain.h"
 #include "schedext/cluster/client_config.h"
 #include "schedext/cluster/http_kube_client.h"
 #include "schedext/cluster/informer.h"
@@ -46,6 +47,7 @@ constexpr std::string_view kUsage =
 Usage: schedext [flags]
        schedext explain --config FILE [flags] REQUEST.json  (see schedext explain --help)
        schedext replay --config FILE [flags] DIR            (see schedext replay --help)
+       schedext why [--server URL] NAMESPACE/POD            (see schedext why --help)
 
 Flags:
   --config FILE         configuration file (YAML); without it the embedded default
@@ -545,6 +547,10 @@ int main(int argc, char** argv) {
     return schedext::cli::ExplainCommand(std::vector<std::string>(argv + 2, argv + argc),
                                          std::cout, std::cerr);
   }
+  if (argc > 1 && std::string_view(argv[1]) == "why") {
+    return schedext::cli::WhyCommand(std::vector<std::string>(argv + 2, argv + argc), std::cout,
+                                     std::cerr);
+  }
   if (argc > 1 && std::string_view(argv[1]) == "replay") {
     return schedext::cli::ReplayCommand(std::vector<std::string>(argv + 2, argv + argc),
                                         std::cout, std::cerr);
@@ -671,6 +677,15 @@ int main(int argc, char** argv) {
   }
   for (const schedext::policy::PolicyHost::Route& route : host.routes()) {
     options.get_routes.push_back({route.path, route.handler});
+  }
+  if (connection) {
+    // A pending pod explained against the live cache (explain/explain.h).
+    const schedext::cluster::ClusterCache* cache = connection->cache.get();
+    options.get_routes.push_back(
+        {"/explain/pod", [cache, &built](std::string_view rest, std::string& body) {
+           return schedext::explain::ExplainCachedPod(*cache, built->profiles,
+                                                      built->default_profile, rest, body);
+         }});
   }
   // server.record: a sample of the traffic to files, for `schedext replay`.
   std::unique_ptr<schedext::record::Recorder> recorder;

@@ -45,13 +45,14 @@ std::string_view ModeName(wire::NodeMode mode) {
 
 void AppendExplanationJson(const pipeline::Profile& profile, const wire::ExtenderArgsView& args,
                            std::span<const uint32_t> node_index,
-                           const pipeline::Explanation& explanation, std::string& out) {
+                           const pipeline::Explanation& explanation, std::string& out,
+                           std::string_view node_mode) {
   Json doc;
   doc["profile"] = profile.name();
   doc["pod"] = {{"namespace", std::string(args.pod.namespace_name)},
                 {"name", std::string(args.pod.name)},
                 {"uid", std::string(args.pod.uid)}};
-  doc["nodeMode"] = std::string(ModeName(args.mode));
+  doc["nodeMode"] = std::string(node_mode.empty() ? ModeName(args.mode) : node_mode);
   doc["scoring"] = "passing";
   Json policies = Json::array();
   for (const auto& p : profile.policies()) {
@@ -108,6 +109,7 @@ void AppendExplanationJson(const pipeline::Profile& profile, const wire::Extende
     if (explained[i] < 0) {
       n["verdict"] = "unresolvable";
       n["reason"] = std::string(kUnknownNode);
+      n["detail"] = nullptr;
       n["rejectedBy"] = nullptr;
       n["filters"] = Json::array();
       n["scores"] = nullptr;
@@ -120,13 +122,15 @@ void AppendExplanationJson(const pipeline::Profile& profile, const wire::Extende
     const pipeline::ExplainedNode& node = explanation.nodes[explained[i]];
     n["verdict"] = std::string(VerdictName(node.code));
     n["reason"] = OrNull(node.reason());
+    n["detail"] = OrNull(node.detail());
     n["rejectedBy"] =
         node.decisive < 0 ? Json(nullptr) : Json(std::string(node.filters[node.decisive].policy));
     Json filters = Json::array();
     for (const pipeline::ExplainedVerdict& v : node.filters) {
       filters.push_back({{"policy", std::string(v.policy)},
                          {"verdict", std::string(VerdictName(v.code))},
-                         {"reason", OrNull(v.reason)}});
+                         {"reason", OrNull(v.reason)},
+                         {"detail", OrNull(v.detail)}});
     }
     n["filters"] = std::move(filters);
     if (node.scored && can_rank) {
@@ -258,7 +262,9 @@ StatusOr<std::string> FormatExplanationText(std::string_view json) {
     if (!n["reason"].is_null()) {
       reasons.push_back("  " + Text(n["name"]) + ": " +
                         (n["rejectedBy"].is_null() ? "" : Text(n["rejectedBy"]) + ": ") +
-                        Text(n["reason"]));
+                        Text(n["reason"]) +
+                        (n.value("detail", Json()).is_string() ? " (" + Text(n["detail"]) + ")"
+                                                               : ""));
     }
   }
   out += Table(rows);

@@ -38,7 +38,11 @@ void Profile::Explain(const model::PodInfo& pod, policy::NodeSpan nodes, Explain
     node.filters.reserve(filters_.size());
     for (const NamedFilter& f : filters_) {
       const policy::Verdict verdict = f.hook->Filter(filter_state, pod, *nodes[i]);
-      node.filters.push_back({f.policy, verdict.code, std::string(verdict.reason)});
+      node.filters.push_back({f.policy, verdict.code, std::string(verdict.reason), {}});
+      if (verdict.code == policy::Verdict::Code::kUnschedulable ||
+          verdict.code == policy::Verdict::Code::kUnschedulableAndUnresolvable) {
+        node.filters.back().detail = f.hook->Detail(filter_state, pod, *nodes[i]);
+      }
       if (!verdict.ok() && node.decisive < 0) {
         node.decisive = static_cast<int>(node.filters.size()) - 1;
         node.code = verdict.code;

@@ -912,13 +912,15 @@ TEST_F(GpuSummaryTest, DecisionsEqualTheUnsummarizedNodes) {
   const std::vector<Decision> sick = ExpectSameAsUnsummarized("sick");
   EXPECT_EQ(sick[7], (Decision{policy::Verdict::Code::kSuccess, "", 100, 100 * (14 - 8) / 16}));
   EXPECT_EQ(sick[8], (Decision{policy::Verdict::Code::kUnschedulableAndUnresolvable,
-                               "node(s) have no healthy GPU with 9 GiB", 0, 0}));
+                               "node(s) had no healthy GPU large enough for the pod's "
+                               "aliyun.com/gpu-mem",
+                               0, 0}));
   // "nine": device 8 unhealthy, device 0 holds 1: the best fit for 7 is device 0.
   const std::vector<Decision> nine = ExpectSameAsUnsummarized("nine");
   EXPECT_EQ(nine[6].binpack, 100);
   EXPECT_EQ(ExpectSameAsUnsummarized("none")[1],
             (Decision{policy::Verdict::Code::kUnschedulableAndUnresolvable,
-                      "node(s) have no shared GPU", 0, 0}));
+                      "node(s) had no shared GPU", 0, 0}));
 }
 
 TEST_F(GpuSummaryTest, SummariesFollowPodAndConfigMapEvents) {
@@ -939,7 +941,7 @@ TEST_F(GpuSummaryTest, SummariesFollowPodAndConfigMapEvents) {
        ""},  // free [4, 0, 3, 8]
       {"device 3 unhealthy", [&] { cache_->WatchFeed(0).OnUpsert(ResourceKind::kConfigMaps,
                                                                  Unhealthy("n1", "3")); },
-       "no GPU with 8 GiB free (largest free 4 GiB)"},
+       "Insufficient aliyun.com/gpu-mem on any one GPU"},
       {"a pod moves to device 2",
        [&] { cache_->OnUpsert(ResourceKind::kPods, GpuPod("a", "n1", 4, "2")); },
        ""},  // free [8, 0, 0 (9 used), -]: 8 fits on device 0
@@ -949,7 +951,7 @@ TEST_F(GpuSummaryTest, SummariesFollowPodAndConfigMapEvents) {
          StatusOr<bool> reserved = cache_->AssumeIfFits(Request("uid-p", "p", "n1"), fit.Fn());
          ASSERT_TRUE(reserved.ok() && *reserved);
        },
-       "no GPU with 8 GiB free (largest free 7 GiB)"},  // free [7, 0, 0, -]
+       "Insufficient aliyun.com/gpu-mem on any one GPU"},  // free [7, 0, 0, -]
       {"the reservation is forgotten", [&] { ASSERT_TRUE(cache_->Forget("uid-p").ok()); },
        ""},
       {"pods deleted",
@@ -962,21 +964,21 @@ TEST_F(GpuSummaryTest, SummariesFollowPodAndConfigMapEvents) {
        [&] {
          cache_->WatchFeed(0).OnUpsert(ResourceKind::kConfigMaps, Unhealthy("n1", "0,1,2,3"));
        },
-       "node(s) have no healthy GPU with 8 GiB"},
+       "node(s) had no healthy GPU large enough for the pod's aliyun.com/gpu-mem"},
       {"the node grows to 9 devices (read from the node)",
        [&] { cache_->OnUpsert(ResourceKind::kNodes, GpuNode("n1", 9, 72)); }, ""},
       {"and shrinks to 2 of 4 GiB",
        [&] { cache_->OnUpsert(ResourceKind::kNodes, GpuNode("n1", 2, 8)); },
-       "node(s) have no healthy GPU with 8 GiB"},
+       "node(s) had no healthy GPU large enough for the pod's aliyun.com/gpu-mem"},
       {"its ConfigMap deleted",
        [&] {
          cache_->WatchFeed(0).OnDelete(ResourceKind::kConfigMaps, Unhealthy("n1", "0,1,2,3"));
        },
-       "node(s) have no healthy GPU with 8 GiB"},
+       "node(s) had no healthy GPU large enough for the pod's aliyun.com/gpu-mem"},
       {"no GPUs any more", [&] { cache_->OnUpsert(ResourceKind::kNodes, GpuNode("n1", 0, 0)); },
-       "node(s) have no shared GPU"},
+       "node(s) had no shared GPU"},
       {"every pod gone", [&] { cache_->OnReplace(ResourceKind::kPods, {}); },
-       "node(s) have no shared GPU"},
+       "node(s) had no shared GPU"},
   };
   for (const Step& step : steps) {
     SCOPED_TRACE(step.name);

@@ -493,8 +493,8 @@ TEST(GpuShareEndToEndTest, UnhealthyDevicesTakeNoNewPods) {
       bound += error.empty() ? 1 : 0;
     } else {
       EXPECT_EQ(error,
-                "bind gpu/gpu-0012 to gpu-node-0: the node no longer fits the pod (no GPU with "
-                "4 GiB free (largest free 0 GiB))");
+                "bind gpu/gpu-0012 to gpu-node-0: the node no longer fits the pod "
+                "(Insufficient aliyun.com/gpu-mem on any one GPU)");
     }
   }
   EXPECT_EQ(bound, 12);
@@ -514,8 +514,7 @@ TEST(GpuShareEndToEndTest, UnhealthyDevicesTakeNoNewPods) {
   const json reply = json::parse(res->body);
   EXPECT_EQ(reply["NodeNames"], (json{"gpu-node-1"})) << res->body;
   ASSERT_TRUE(reply["FailedNodes"].contains("gpu-node-0")) << res->body;
-  EXPECT_NE(reply["FailedNodes"]["gpu-node-0"].get<std::string>().find("no GPU with 4 GiB free"),
-            std::string::npos)
+  EXPECT_EQ(reply["FailedNodes"]["gpu-node-0"], "Insufficient aliyun.com/gpu-mem on any one GPU")
       << res->body;
 
   // And /gpushare/inspect shows it.

@@ -204,13 +204,15 @@ TEST_F(GpuShareE2eTest, APodFittingNoSingleDeviceStaysPending) {
   const auto message = WaitUnschedulable(cp(), ns_, "c", kScheduleTimeout);
   ASSERT_TRUE(message.has_value()) << GetPod(cp(), ns_, "c").dump();
   Note("4 GiB pod: " + *message);
-  EXPECT_NE(message->find("no GPU with 4 GiB free (largest free 3 GiB)"), std::string::npos)
+  EXPECT_NE(message->find("1 Insufficient aliyun.com/gpu-mem on any one GPU"), std::string::npos)
       << *message;
   std::vector<std::string> events;
   EXPECT_TRUE(WaitFor([&] {
     events = FailedSchedulingEvents(cp(), ns_, "c");
     for (const std::string& e : events) {
-      if (e.find("no GPU with 4 GiB free") != std::string::npos) return true;
+      if (e.find("Insufficient aliyun.com/gpu-mem on any one GPU") != std::string::npos) {
+        return true;
+      }
     }
     return false;
   })) << ::testing::PrintToString(events);

@@ -49,12 +49,14 @@ json PassingNode(std::string_view name, std::string_view policy, int64_t raw, in
                  int64_t rank, bool filter = true) {
   json filters = json::array();
   if (filter) {
-    filters.push_back({{"policy", policy}, {"verdict", "pass"}, {"reason", nullptr}});
+    filters.push_back(
+        {{"policy", policy}, {"verdict", "pass"}, {"reason", nullptr}, {"detail", nullptr}});
   }
   return {
       {"name", name},
       {"verdict", "pass"},
       {"reason", nullptr},
+      {"detail", nullptr},
       {"rejectedBy", nullptr},
       {"filters", filters},
       {"scores",
@@ -65,12 +67,15 @@ json PassingNode(std::string_view name, std::string_view policy, int64_t raw, in
 }
 
 json RejectedNode(std::string_view name, std::string_view policy, std::string_view verdict,
-                  std::string_view reason) {
+                  std::string_view reason, std::string_view detail) {
+  const json detail_json = detail.empty() ? json(nullptr) : json(detail);
   return {{"name", name},
           {"verdict", verdict},
           {"reason", reason},
+          {"detail", detail_json},
           {"rejectedBy", policy},
-          {"filters", {{{"policy", policy}, {"verdict", verdict}, {"reason", reason}}}},
+          {"filters",
+           {{{"policy", policy}, {"verdict", verdict}, {"reason", reason}, {"detail", detail_json}}}},
           {"scores", nullptr},
           {"weightedTotal", nullptr},
           {"score", nullptr},
@@ -78,7 +83,7 @@ json RejectedNode(std::string_view name, std::string_view policy, std::string_vi
 }
 
 const json kGhost = json::parse(R"({"name":"ghost","verdict":"unresolvable",
-    "reason":"node(s) unknown to schedext","rejectedBy":null,"filters":[],
+    "reason":"node(s) unknown to schedext","detail":null,"rejectedBy":null,"filters":[],
     "scores":null,"weightedTotal":null,"score":null,"rank":null})");
 
 // The document of one profile of one policy (weight 1) explaining web-1.
@@ -163,16 +168,19 @@ std::vector<json> ExpectedGpuNodes(bool spread, bool ghost) {
   std::vector<json> nodes;
   nodes.push_back(spread ? PassingNode("g1", kPolicy, 56, 6, 2)
                          : PassingNode("g1", kPolicy, 100, 10, 1));
-  nodes.push_back(
-      RejectedNode("g2", kPolicy, "unschedulable", "no GPU with 5 GiB free (largest free 1 GiB)"));
+  nodes.push_back(RejectedNode("g2", kPolicy, "unschedulable",
+                               "Insufficient aliyun.com/gpu-mem on any one GPU",
+                               "needs 5 GiB on one GPU; largest free 1 GiB, short by 4 GiB"));
   if (ghost) {
     nodes.push_back(kGhost);
   }
-  nodes.push_back(
-      RejectedNode("g3", kPolicy, "unresolvable", "node(s) have no healthy GPU with 5 GiB"));
+  nodes.push_back(RejectedNode(
+      "g3", kPolicy, "unresolvable",
+      "node(s) had no healthy GPU large enough for the pod's aliyun.com/gpu-mem",
+      "needs 5 GiB on one GPU; its 1 GPU(s) hold 4 GiB each"));
   nodes.push_back(spread ? PassingNode("g4", kPolicy, 68, 7, 1)
                          : PassingNode("g4", kPolicy, 62, 6, 2));
-  nodes.push_back(RejectedNode("cpu", kPolicy, "unresolvable", "node(s) have no shared GPU"));
+  nodes.push_back(RejectedNode("cpu", kPolicy, "unresolvable", "node(s) had no shared GPU", ""));
   return nodes;
 }
 
@@ -307,8 +315,9 @@ TEST_F(ExplainNodeLoadTest, TargetLoadPackingWithTheHotFilterInBothNodeModes) {
     if (ghost) {
       out.push_back(kGhost);
     }
-    out.push_back(
-        RejectedNode("n3", "NodeLoad", "unresolvable", "node(s) were too hot: CPU use above 80%"));
+    out.push_back(RejectedNode("n3", "NodeLoad", "unresolvable",
+                               "node(s) were too hot: CPU use above 80%",
+                               "CPU use 85%, memory use 10% (with binds since the sample)"));
     out.push_back(PassingNode("n4", "NodeLoad", 50, 5, 1));
     return out;
   };

@@ -70,24 +70,24 @@ class ExplainTest : public ::testing::Test {
 //   n1: 100 + 200 + 100 + 150 + 100 = 650 → round(650·10 / 700) = 9.
 //   n2:   0 +   0 +   0 + 100 + 100 = 200 → round(200·10 / 700) = 3.
 json ExpectedAll(bool with_ghost) {
-  json n1 = json::parse(R"({"name":"n1","verdict":"pass","reason":null,"rejectedBy":null,
-    "filters":[{"policy":"NodeHealth","verdict":"pass","reason":null},
-               {"policy":"TaintToleration","verdict":"pass","reason":null},
-               {"policy":"NodeLabel","verdict":"pass","reason":null},
-               {"policy":"NodeNumeric","verdict":"pass","reason":null},
-               {"policy":"NodeResourcesFit","verdict":"pass","reason":null}],
+  json n1 = json::parse(R"({"name":"n1","verdict":"pass","reason":null,"detail":null,"rejectedBy":null,
+    "filters":[{"policy":"NodeHealth","verdict":"pass","reason":null,"detail":null},
+               {"policy":"TaintToleration","verdict":"pass","reason":null,"detail":null},
+               {"policy":"NodeLabel","verdict":"pass","reason":null,"detail":null},
+               {"policy":"NodeNumeric","verdict":"pass","reason":null,"detail":null},
+               {"policy":"NodeResourcesFit","verdict":"pass","reason":null,"detail":null}],
     "scores":[{"policy":"TaintToleration","weight":1,"raw":0,"normalized":100,"weighted":100},
               {"policy":"NodeLabel","weight":2,"raw":3,"normalized":100,"weighted":200},
               {"policy":"NodeNumeric","weight":1,"raw":20000000,"normalized":100,"weighted":100},
               {"policy":"LeastAllocated","weight":2,"raw":75,"normalized":75,"weighted":150},
               {"policy":"BalancedAllocation","weight":1,"raw":100,"normalized":100,"weighted":100}],
     "weightedTotal":650,"score":9,"rank":1})");
-  json n2 = json::parse(R"({"name":"n2","verdict":"pass","reason":null,"rejectedBy":null,
-    "filters":[{"policy":"NodeHealth","verdict":"pass","reason":null},
-               {"policy":"TaintToleration","verdict":"pass","reason":null},
-               {"policy":"NodeLabel","verdict":"pass","reason":null},
-               {"policy":"NodeNumeric","verdict":"pass","reason":null},
-               {"policy":"NodeResourcesFit","verdict":"pass","reason":null}],
+  json n2 = json::parse(R"({"name":"n2","verdict":"pass","reason":null,"detail":null,"rejectedBy":null,
+    "filters":[{"policy":"NodeHealth","verdict":"pass","reason":null,"detail":null},
+               {"policy":"TaintToleration","verdict":"pass","reason":null,"detail":null},
+               {"policy":"NodeLabel","verdict":"pass","reason":null,"detail":null},
+               {"policy":"NodeNumeric","verdict":"pass","reason":null,"detail":null},
+               {"policy":"NodeResourcesFit","verdict":"pass","reason":null,"detail":null}],
     "scores":[{"policy":"TaintToleration","weight":1,"raw":1,"normalized":0,"weighted":0},
               {"policy":"NodeLabel","weight":2,"raw":0,"normalized":0,"weighted":0},
               {"policy":"NodeNumeric","weight":1,"raw":60000000,"normalized":0,"weighted":0},
@@ -95,26 +95,30 @@ json ExpectedAll(bool with_ghost) {
               {"policy":"BalancedAllocation","weight":1,"raw":100,"normalized":100,"weighted":100}],
     "weightedTotal":200,"score":3,"rank":2})");
   json n3 = json::parse(R"({"name":"n3","verdict":"unresolvable",
-    "reason":"node(s) had untolerated taint","rejectedBy":"TaintToleration",
-    "filters":[{"policy":"NodeHealth","verdict":"pass","reason":null},
+    "reason":"node(s) had untolerated taint","detail":"untolerated taint {dedicated: gpu}",
+    "rejectedBy":"TaintToleration",
+    "filters":[{"policy":"NodeHealth","verdict":"pass","reason":null,"detail":null},
                {"policy":"TaintToleration","verdict":"unresolvable",
-                "reason":"node(s) had untolerated taint"},
-               {"policy":"NodeLabel","verdict":"pass","reason":null},
+                "reason":"node(s) had untolerated taint",
+                "detail":"untolerated taint {dedicated: gpu}"},
+               {"policy":"NodeLabel","verdict":"pass","reason":null,"detail":null},
                {"policy":"NodeNumeric","verdict":"unresolvable",
-                "reason":"node(s) had example.com/load above 80"},
-               {"policy":"NodeResourcesFit","verdict":"pass","reason":null}],
+                "reason":"node(s) had example.com/load above 80",
+                "detail":"example.com/load is 90"},
+               {"policy":"NodeResourcesFit","verdict":"pass","reason":null,"detail":null}],
     "scores":null,"weightedTotal":null,"score":null,"rank":null})");
   json n4 = json::parse(R"({"name":"n4","verdict":"unresolvable",
-    "reason":"node(s) were not ready","rejectedBy":"NodeHealth",
-    "filters":[{"policy":"NodeHealth","verdict":"unresolvable","reason":"node(s) were not ready"},
-               {"policy":"TaintToleration","verdict":"pass","reason":null},
+    "reason":"node(s) were not ready","detail":null,"rejectedBy":"NodeHealth",
+    "filters":[{"policy":"NodeHealth","verdict":"unresolvable","reason":"node(s) were not ready",
+                "detail":null},
+               {"policy":"TaintToleration","verdict":"pass","reason":null,"detail":null},
                {"policy":"NodeLabel","verdict":"unresolvable",
-                "reason":"node(s) had forbidden labels"},
-               {"policy":"NodeNumeric","verdict":"pass","reason":null},
-               {"policy":"NodeResourcesFit","verdict":"pass","reason":null}],
+                "reason":"node(s) had forbidden labels","detail":null},
+               {"policy":"NodeNumeric","verdict":"pass","reason":null,"detail":null},
+               {"policy":"NodeResourcesFit","verdict":"pass","reason":null,"detail":null}],
     "scores":null,"weightedTotal":null,"score":null,"rank":null})");
   json ghost = json::parse(R"({"name":"ghost","verdict":"unresolvable",
-    "reason":"node(s) unknown to schedext","rejectedBy":null,"filters":[],
+    "reason":"node(s) unknown to schedext","detail":null,"rejectedBy":null,"filters":[],
     "scores":null,"weightedTotal":null,"score":null,"rank":null})");
   json doc = json::parse(R"({"profile":"all",
     "pod":{"namespace":"shop","name":"web-1","uid":"uid-web-1"},
@@ -148,6 +152,49 @@ TEST_F(ExplainTest, NodeNamesFromTheCacheWithAnUnknownName) {
   EXPECT_EQ(json::parse(out_), ExpectedAll(true)) << out_;
 }
 
+// GET /explain/pod/shop/web-1: the pending pod as the cache holds it, against
+// every node of the cache (name order): the same answer as the request body
+// with those nodes, in node mode "cache".
+TEST_F(ExplainTest, CachedPendingPodAgainstEveryCachedNode) {
+  auto cache = CacheWith(Nodes(), {BoundPod(), Pod()});
+  const auto profiles = BuildProfiles(kConfig);
+  std::string body;
+  ASSERT_EQ(ExplainCachedPod(*cache, profiles, 0, "shop/web-1", body), 200) << body;
+  json want = ExpectedAll(false);
+  want["nodeMode"] = "cache";
+  EXPECT_EQ(json::parse(body), want) << body;
+
+  // The profile named in the path.
+  body.clear();
+  ASSERT_EQ(ExplainCachedPod(*cache, profiles, 0, "shop/web-1/packing", body), 200) << body;
+  EXPECT_EQ(json::parse(body)["profile"], "packing") << body;
+
+  struct Refused {
+    std::string rest;
+    int status;
+    std::string error;
+  };
+  const std::vector<Refused> refused = {
+      {"shop", 400, "explain: want GET /explain/pod/<namespace>/<name>[/<profile>]"},
+      {"shop//x", 400, "explain: want GET /explain/pod/<namespace>/<name>[/<profile>]"},
+      {"shop/web-1/all/x", 400, "explain: want GET /explain/pod/<namespace>/<name>[/<profile>]"},
+      {"shop/web-2", 404, "explain: the cluster cache has no pod shop/web-2"},
+      {"other/web-1", 404, "explain: the cluster cache has no pod other/web-1"},
+      {"shop/web-1/nope", 404, "explain: no such profile"},
+  };
+  for (const Refused& r : refused) {
+    SCOPED_TRACE(r.rest);
+    body.clear();
+    EXPECT_EQ(ExplainCachedPod(*cache, profiles, 0, r.rest, body), r.status);
+    EXPECT_EQ(json::parse(body).value("Error", ""), r.error) << body;
+  }
+
+  // Before the cache has synced there is nothing to explain against.
+  cluster::ClusterCache empty;
+  body.clear();
+  EXPECT_EQ(ExplainCachedPod(empty, profiles, 0, "shop/web-1", body), 503);
+}
+
 // Profile "packing", no filter: every node is scored (total weight 2).
 //   MostAllocated: Σ requested·100/alloc per resource, averaged:
 //     n1 (1 cpu of 4, 2Gi of 8Gi) 25; n2 (db-1 doubles it) 50; n3 (half
@@ -164,6 +211,7 @@ TEST_F(ExplainTest, PackingScorersRankTiesTogether) {
     return json{{"name", name},
                 {"verdict", "pass"},
                 {"reason", nullptr},
+                {"detail", nullptr},
                 {"rejectedBy", nullptr},
                 {"filters", json::array()},
                 {"scores",
@@ -347,7 +395,8 @@ TEST_F(ExplainTest, TextTable) {
       "-     n4    -      unresolvable  unresolvable  pass                  unresolvable       "
       "pass                pass              -                    -\n"
       "rejected:\n"
-      "  n3: TaintToleration: node(s) had untolerated taint\n"
+      "  n3: TaintToleration: node(s) had untolerated taint (untolerated taint {dedicated: "
+      "gpu})\n"
       "  n4: NodeHealth: node(s) were not ready\n"
       "ranking: n1 > n2\n"
       "score = round(sum of weighted / (10 x total weight 7)); kube-scheduler adds score x "

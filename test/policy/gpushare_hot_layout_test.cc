@@ -280,7 +280,7 @@ TEST_F(BigNodeTest, FilterAndScoreSeeDevicesBeyondInline) {
   EXPECT_EQ(Filter(Request(5), healthy), std::make_pair(Verdict::Code::kSuccess, std::string()));
   EXPECT_EQ(Filter(Request(6), healthy),
             std::make_pair(Verdict::Code::kUnschedulable,
-                           std::string("no GPU with 6 GiB free (largest free 5 GiB)")));
+                           std::string("Insufficient aliyun.com/gpu-mem on any one GPU")));
   EXPECT_EQ(Score(*binpack_, Request(2), healthy), 100);
   EXPECT_EQ(Score(*binpack_, Request(4), healthy), 87);  // device 19: 100 × (8 − 1) / 8
   // spread: 100 × (Σ free − request) / Σ device memory = 100 × (7 − 4) / 160.
@@ -292,13 +292,14 @@ TEST_F(BigNodeTest, FilterAndScoreSeeDevicesBeyondInline) {
   EXPECT_EQ(Filter(Request(2), sick), std::make_pair(Verdict::Code::kSuccess, std::string()));
   EXPECT_EQ(Filter(Request(3), sick),
             std::make_pair(Verdict::Code::kUnschedulable,
-                           std::string("no GPU with 3 GiB free (largest free 2 GiB)")));
+                           std::string("Insufficient aliyun.com/gpu-mem on any one GPU")));
   EXPECT_EQ(Score(*binpack_, Request(3), sick), 0);
   // Every device unhealthy: none could ever hold the request.
   const model::NodeInfo dead = BigNode((uint64_t{1} << 20) - 1);
   EXPECT_EQ(Filter(Request(1), dead),
             std::make_pair(Verdict::Code::kUnschedulableAndUnresolvable,
-                           std::string("node(s) have no healthy GPU with 1 GiB")));
+                           std::string("node(s) had no healthy GPU large enough for the pod's "
+                                       "aliyun.com/gpu-mem")));
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -121,6 +122,13 @@ TEST(GpuShareTest, HasEveryHook) {
   EXPECT_NE(policy->AsReserver(), nullptr);
 }
 
+// Filter's reasons are the same for every node and request (kube-scheduler
+// counts nodes per distinct reason); Detail has the node's numbers.
+constexpr std::string_view kNoRoom = "Insufficient aliyun.com/gpu-mem on any one GPU";
+constexpr std::string_view kNoHealthyGpu =
+    "node(s) had no healthy GPU large enough for the pod's aliyun.com/gpu-mem";
+constexpr std::string_view kNoSharedGpu = "node(s) had no shared GPU";
+
 TEST(GpuShareTest, FilterVerdicts) {
   TestArena arena;
   struct Case {
@@ -128,46 +136,56 @@ TEST(GpuShareTest, FilterVerdicts) {
     model::PodInfo pod;
     model::NodeInfo node;
     Verdict::Code want_code;
-    std::string want_reason;
+    std::string_view want_reason;
+    std::string want_detail;
   };
   const std::vector<Case> cases = {
       // free {5, 2}: device 0 holds 4.
       {"fits on a partly used device", GpuPod(arena, 4), TwoByEight(arena, "n", {3, 6}),
-       Verdict::Code::kSuccess, ""},
-      {"fits exactly", GpuPod(arena, 8), TwoByEight(arena, "n", {8}), Verdict::Code::kSuccess, ""},
-      {"nothing counted yet", GpuPod(arena, 8), TwoByEight(arena, "n", {}), Verdict::Code::kSuccess,
+       Verdict::Code::kSuccess, "", ""},
+      {"fits exactly", GpuPod(arena, 8), TwoByEight(arena, "n", {8}), Verdict::Code::kSuccess, "",
        ""},
+      {"nothing counted yet", GpuPod(arena, 8), TwoByEight(arena, "n", {}), Verdict::Code::kSuccess,
+       "", ""},
       {"no device has room", GpuPod(arena, 4), TwoByEight(arena, "n", {5, 6}),
-       Verdict::Code::kUnschedulable, "no GPU with 4 GiB free (largest free 3 GiB)"},
+       Verdict::Code::kUnschedulable, kNoRoom,
+       "needs 4 GiB on one GPU; largest free 3 GiB, short by 1 GiB"},
+      {"no device has room, less free", GpuPod(arena, 4), TwoByEight(arena, "n", {7, 6}),
+       Verdict::Code::kUnschedulable, kNoRoom,
+       "needs 4 GiB on one GPU; largest free 2 GiB, short by 2 GiB"},
       // Device 1 is empty but unhealthy; healthy device 0 is as large, so
       // evicting its pods could help.
       {"only an unhealthy device has room", GpuPod(arena, 4), TwoByEight(arena, "n", {8, 0}, 0b10),
-       Verdict::Code::kUnschedulable, "no GPU with 4 GiB free (largest free 0 GiB)"},
+       Verdict::Code::kUnschedulable, kNoRoom,
+       "needs 4 GiB on one GPU; largest free 0 GiB, short by 4 GiB"},
       {"every device unhealthy", GpuPod(arena, 4), TwoByEight(arena, "n", {0, 0}, 0b11),
-       Verdict::Code::kUnschedulableAndUnresolvable, "node(s) have no healthy GPU with 4 GiB"},
+       Verdict::Code::kUnschedulableAndUnresolvable, kNoHealthyGpu,
+       "needs 4 GiB on one GPU; all 2 GPU(s) unhealthy"},
       {"devices too small", GpuPod(arena, 10), TwoByEight(arena, "n", {}),
-       Verdict::Code::kUnschedulableAndUnresolvable, "node(s) have no healthy GPU with 10 GiB"},
+       Verdict::Code::kUnschedulableAndUnresolvable, kNoHealthyGpu,
+       "needs 10 GiB on one GPU; its 2 GPU(s) hold 8 GiB each"},
       {"no GPUs", GpuPod(arena, 1), GpuNode(arena, "n", 0, 0, {}),
-       Verdict::Code::kUnschedulableAndUnresolvable, "node(s) have no shared GPU"},
+       Verdict::Code::kUnschedulableAndUnresolvable, kNoSharedGpu, ""},
       {"memory but no count", GpuPod(arena, 1),
        NodeBuilder(arena).Name("n").Capacity(kGpuMem, 16).Usage(0, {}).Build(),
-       Verdict::Code::kUnschedulableAndUnresolvable, "node(s) have no shared GPU"},
+       Verdict::Code::kUnschedulableAndUnresolvable, kNoSharedGpu, ""},
       {"pod without GPU memory passes a node without GPUs", GpuPod(arena, 0),
-       GpuNode(arena, "n", 0, 0, {}), Verdict::Code::kSuccess, ""},
+       GpuNode(arena, "n", 0, 0, {}), Verdict::Code::kSuccess, "", ""},
       {"pod without GPU memory passes a full node", GpuPod(arena, 0),
-       TwoByEight(arena, "n", {8, 8}), Verdict::Code::kSuccess, ""},
-      {"largest free at the table's end", GpuPod(arena, 2000), GpuNode(arena, "n", 1, 4000, {2977}),
-       Verdict::Code::kUnschedulable, "no GPU with 2000 GiB free (largest free 1023 GiB)"},
-      {"largest free beyond the table", GpuPod(arena, 2000), GpuNode(arena, "n", 1, 4000, {2976}),
-       Verdict::Code::kUnschedulable, "no GPU with 2000 GiB free"},
+       TwoByEight(arena, "n", {8, 8}), Verdict::Code::kSuccess, "", ""},
+      // Large amounts: the reason is the same text, the detail the numbers.
+      {"large request, large free", GpuPod(arena, 2000), GpuNode(arena, "n", 1, 4000, {2976}),
+       Verdict::Code::kUnschedulable, kNoRoom,
+       "needs 2000 GiB on one GPU; largest free 1024 GiB, short by 976 GiB"},
       {"over-committed device has nothing free", GpuPod(arena, 1), GpuNode(arena, "n", 1, 8, {9}),
-       Verdict::Code::kUnschedulable, "no GPU with 1 GiB free (largest free 0 GiB)"},
+       Verdict::Code::kUnschedulable, kNoRoom,
+       "needs 1 GiB on one GPU; largest free 0 GiB, short by 1 GiB"},
       {"no usage", GpuPod(arena, 1), NodeBuilder(arena).Name("n").Capacity(kGpuMem, 8).Build(),
        Verdict::Code::kError,
-       "GpuShare needs schedext's cluster cache (no Kubernetes API connection)"},
+       "GpuShare needs schedext's cluster cache (no Kubernetes API connection)", ""},
       {"no usage, pod without GPU memory", GpuPod(arena, 0), NodeBuilder(arena).Name("n").Build(),
        Verdict::Code::kError,
-       "GpuShare needs schedext's cluster cache (no Kubernetes API connection)"},
+       "GpuShare needs schedext's cluster cache (no Kubernetes API connection)", ""},
   };
   std::unique_ptr<Policy> policy = MustCreate("{}");
   ASSERT_NE(policy, nullptr);
@@ -178,7 +196,33 @@ TEST(GpuShareTest, FilterVerdicts) {
     const Verdict got = policy->AsFilter()->Filter(state, c.pod, c.node);
     EXPECT_EQ(got.code, c.want_code);
     EXPECT_EQ(got.reason, c.want_reason);
+    EXPECT_EQ(policy->AsFilter()->Detail(state, c.pod, c.node), c.want_detail);
   }
+}
+
+// Whatever the request and the node's free amounts, a rejection is one of
+// three texts: the scheduler's event counts nodes per text.
+TEST(GpuShareTest, ReasonsAreAFixedSet) {
+  TestArena arena;
+  std::unique_ptr<Policy> policy = MustCreate("{}");
+  ASSERT_NE(policy, nullptr);
+  std::set<std::string> reasons;
+  for (int request = 1; request <= 20; ++request) {
+    const model::PodInfo pod = GpuPod(arena, request);
+    RequestState state;
+    ASSERT_TRUE(policy->AsFilter()->PreFilter(state, pod).ok());
+    for (int64_t used = 0; used <= 9; ++used) {
+      for (uint64_t unhealthy : {0b00, 0b10, 0b11}) {
+        const model::NodeInfo node = TwoByEight(arena, "n", {used, used / 2}, unhealthy);
+        const Verdict v = policy->AsFilter()->Filter(state, pod, node);
+        if (!v.ok()) reasons.insert(std::string(v.reason));
+      }
+    }
+    const Verdict none = policy->AsFilter()->Filter(state, pod, GpuNode(arena, "c", 0, 0, {}));
+    reasons.insert(std::string(none.reason));
+  }
+  EXPECT_EQ(reasons, (std::set<std::string>{std::string(kNoRoom), std::string(kNoHealthyGpu),
+                                            std::string(kNoSharedGpu)}));
 }
 
 TEST(GpuShareTest, FilterWithoutPreFilterIsAnError) {
@@ -210,10 +254,10 @@ TEST(GpuShareTest, FollowsTheConfiguredConvention) {
 
   EXPECT_EQ(RunFilter(*policy, pod, node),
             std::make_pair(Verdict::Code::kUnschedulableAndUnresolvable,
-                           std::string("node(s) have no healthy GPU with 2000 MiB")));
+                           std::string("node(s) had no healthy GPU large enough for the pod's "
+                                       "example.com/vram")));
   EXPECT_EQ(RunFilter(*policy, default_named, node).first, Verdict::Code::kSuccess);
-  EXPECT_EQ(RunFilter(*policy, pod, GpuNode(arena, "m", 0, 0, {})).second,
-            "node(s) have no shared GPU");
+  EXPECT_EQ(RunFilter(*policy, pod, GpuNode(arena, "m", 0, 0, {})).second, kNoSharedGpu);
 }
 
 std::vector<int64_t> Scores(const Policy& policy, const model::PodInfo& pod,
@@ -896,9 +940,9 @@ TEST(GpuShareProfileTest, FilterScoreCheckFitAndReserve) {
   ASSERT_TRUE(profile->RunFilters(pod, pointers, state, filtered).ok());
   EXPECT_EQ(filtered.passed, (std::vector<uint32_t>{0}));
   ASSERT_EQ(filtered.failed.size(), 1u);
-  EXPECT_EQ(filtered.failed[0].reason, "no GPU with 2 GiB free (largest free 1 GiB)");
+  EXPECT_EQ(filtered.failed[0].reason, kNoRoom);
   ASSERT_EQ(filtered.unresolvable.size(), 1u);
-  EXPECT_EQ(filtered.unresolvable[0].reason, "node(s) have no shared GPU");
+  EXPECT_EQ(filtered.unresolvable[0].reason, kNoSharedGpu);
 
   pipeline::ScoreScratch scratch;
   std::vector<int64_t> scores;
@@ -909,7 +953,7 @@ TEST(GpuShareProfileTest, FilterScoreCheckFitAndReserve) {
 
   EXPECT_EQ(profile->CheckFit(pod, nodes[0]), std::nullopt);
   EXPECT_EQ(profile->CheckFit(pod, nodes[1]),
-            std::optional<std::string>("no GPU with 2 GiB free (largest free 1 GiB)"));
+            std::optional<std::string>(kNoRoom));
 
   PodAnnotations annotations;
   EXPECT_EQ(profile->Reserve(pod, nodes[1], annotations),

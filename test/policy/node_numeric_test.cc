@@ -353,5 +353,37 @@ TEST(NodeNumericTest, RejectsInvalidArgsNamingTheField) {
   }
 }
 
+// The reasons name the bound, never the node's value (kube-scheduler's
+// event counts nodes per text); Detail, for explain, has the value.
+TEST(NodeNumericTest, DetailHasTheValueTheReasonLeavesOut) {
+  TestArena arena;
+  std::unique_ptr<Policy> policy =
+      MustCreate(R"({"key": "example.com/load", "min": 10, "max": 80})");
+  ASSERT_NE(policy, nullptr);
+  const FilterHook* filter = policy->AsFilter();
+  ASSERT_NE(filter, nullptr);
+  const model::PodInfo pod = PodBuilder(arena).Build();
+  RequestState state;
+  struct Case {
+    std::optional<std::string_view> value;
+    std::string_view want_reason;
+    std::string want_detail;
+  };
+  const std::vector<Case> cases = {
+      {"81", "node(s) had example.com/load above 80", "example.com/load is 81"},
+      {"99.5", "node(s) had example.com/load above 80", "example.com/load is 99.5"},
+      {"3", "node(s) had example.com/load below 10", "example.com/load is 3"},
+      {"-7", "node(s) had example.com/load below 10", "example.com/load is -7"},
+      {"x", "node(s) lacked a valid example.com/load", ""},
+      {std::nullopt, "node(s) lacked a valid example.com/load", ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.value.value_or("(none)")));
+    const model::NodeInfo node = NodeWithValue(arena, c.value);
+    EXPECT_EQ(filter->Filter(state, pod, node).reason, c.want_reason);
+    EXPECT_EQ(filter->Detail(state, pod, node), c.want_detail);
+  }
+}
+
 }  // namespace
 }  // namespace schedext::policy

@@ -618,5 +618,42 @@ TEST(NodeResourcesFitTest, AcceptsNullAndEmptyArgs) {
   }
 }
 
+// kube-scheduler's reasons name the resource only (its event counts nodes per
+// text); Detail, for explain, has the node's amounts of the first shortfall.
+TEST(NodeResourcesFitTest, DetailHasTheAmountsTheReasonLeavesOut) {
+  TestArena arena;
+  std::unique_ptr<Policy> policy = MustCreate("{}");
+  ASSERT_NE(policy, nullptr);
+  const FilterHook* filter = policy->AsFilter();
+  const model::PodInfo pod =
+      PodBuilder(arena).Container({{"cpu", 4}, {"memory", 6}, {"example.com/aaa", 2}}).Build();
+  RequestState state;
+  ASSERT_TRUE(filter->PreFilter(state, pod).ok());
+  struct Case {
+    std::string name;
+    model::NodeInfo node;
+    std::string_view want_reason;
+    std::string want_detail;
+  };
+  const std::vector<Case> cases = {
+      {"cpu, 3 free", UpstreamNode(arena).Usage(1, {{"cpu", 7}}).Build(), "Insufficient cpu",
+       "cpu: requested 4m, free 3m of 10m allocatable"},
+      {"cpu, 1 free", UpstreamNode(arena).Usage(1, {{"cpu", 9}}).Build(), "Insufficient cpu",
+       "cpu: requested 4m, free 1m of 10m allocatable"},
+      {"memory", UpstreamNode(arena).Usage(1, {{"memory", 15}}).Build(), "Insufficient memory",
+       "memory: requested 6, free 5 of 20 allocatable"},
+      {"extended", UpstreamNode(arena).Usage(1, {{"example.com/aaa", 4}}).Build(),
+       "Insufficient example.com/aaa", "example.com/aaa: requested 2, free 1 of 5 allocatable"},
+      {"pods", UpstreamNode(arena).Usage(32, {}).Build(), "Too many pods",
+       "pods: 32 of 32 allowed"},
+      {"fits", UpstreamNode(arena).Usage(1, {}).Build(), "", ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(filter->Filter(state, pod, c.node).reason, c.want_reason);
+    EXPECT_EQ(filter->Detail(state, pod, c.node), c.want_detail);
+  }
+}
+
 }  // namespace
 }  // namespace schedext::policy

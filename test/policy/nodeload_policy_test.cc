@@ -91,6 +91,18 @@ struct Harness {
     }
     return out;
   }
+  // Filter's Detail per node, after the same PreFilter.
+  std::vector<std::string> Details(const model::PodInfo& pod,
+                                   const std::vector<model::NodeInfo>& nodes) const {
+    const FilterHook* filter = policy->AsFilter();
+    RequestState state;
+    EXPECT_TRUE(filter->PreFilter(state, pod).ok());
+    std::vector<std::string> out;
+    for (const model::NodeInfo& n : nodes) {
+      out.push_back(filter->Detail(state, pod, n));
+    }
+    return out;
+  }
 
   NodeLoadSpec spec;
   std::shared_ptr<BindLedger> ledger;
@@ -511,6 +523,31 @@ TEST(NodeLoadHandleTest, PollerIsABackgroundTaskAndBoundPodsCount) {
       << both;
 
   for (auto& task : handle.tasks) task->Stop();
+}
+
+// The reason names the configured limit only, the same for every hot node
+// (kube-scheduler's event counts nodes per text); Detail, for explain, has
+// each node's use, recent binds included.
+TEST(NodeLoadPolicyTest, DetailHasTheUseTheReasonLeavesOut) {
+  Harness h(R"({"prometheus":{"url":"http://127.0.0.1:1"},"pollIntervalSeconds":1,
+               "hotCpuPercent":80,"hotMemoryPercent":90})");
+  TestArena arena;
+  const std::vector<model::NodeInfo> nodes = {Node(arena, "a"), Node(arena, "b"),
+                                              Node(arena, "c"), Node(arena, "d")};
+  const model::PodInfo pod = PodBuilder(arena).Name("p").Build();
+  NodeLoadSample both = Cpu(30.04);
+  both.memory = 80;
+  h.Publish({{"a", Cpu(95)}, {"b", Cpu(81.25)}, {"c", both}});
+  h.ledger->Add("c", "uid-1", 0, 128 * kMiB, h.now);  // +12.5 % of 1 GiB
+  EXPECT_EQ(h.Filter(pod, nodes),
+            (std::vector<std::string>{"node(s) were too hot: CPU use above 80%",
+                                      "node(s) were too hot: CPU use above 80%",
+                                      "node(s) were too hot: memory use above 90%", "ok"}));
+  EXPECT_EQ(h.Details(pod, nodes),
+            (std::vector<std::string>{
+                "CPU use 95% (with binds since the sample)",
+                "CPU use 81.3% (with binds since the sample)",
+                "CPU use 30%, memory use 92.5% (with binds since the sample)", ""}));
 }
 
 }  // namespace

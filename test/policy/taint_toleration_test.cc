@@ -209,5 +209,40 @@ TEST(TaintTolerationTest, TakesNoArgs) {
   }
 }
 
+// The reason is one text whatever the taint (kube-scheduler's event counts
+// nodes per text); Detail, for explain, names the first untolerated taint.
+TEST(TaintTolerationTest, DetailNamesTheTaintTheReasonLeavesOut) {
+  TestArena arena;
+  std::unique_ptr<Policy> policy = MustCreate();
+  ASSERT_NE(policy, nullptr);
+  const FilterHook* filter = policy->AsFilter();
+  const model::PodInfo pod =
+      PodBuilder(arena).Toleration("team", "ml", TaintEffect::kNoSchedule).Build();
+  RequestState state;
+  struct Case {
+    model::NodeInfo node;
+    std::string_view want_reason;
+    std::string want_detail;
+  };
+  const std::vector<Case> cases = {
+      {NodeBuilder(arena).Name("a").Taint("dedicated", "gpu", TaintEffect::kNoSchedule).Build(),
+       kUntolerated, "untolerated taint {dedicated: gpu}"},
+      {NodeBuilder(arena)
+           .Name("b")
+           .Taint("team", "ml", TaintEffect::kNoSchedule)
+           .Taint("maintenance", "", TaintEffect::kNoExecute)
+           .Build(),
+       kUntolerated, "untolerated taint {maintenance: }"},
+      {NodeBuilder(arena).Name("c").Taint("soft", "x", TaintEffect::kPreferNoSchedule).Build(), "",
+       ""},
+      {NodeBuilder(arena).Name("d").Taint("team", "ml", TaintEffect::kNoSchedule).Build(), "", ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.node.name));
+    EXPECT_EQ(filter->Filter(state, pod, c.node).reason, c.want_reason);
+    EXPECT_EQ(filter->Detail(state, pod, c.node), c.want_detail);
+  }
+}
+
 }  // namespace
 }  // namespace schedext::policy

@@ -156,9 +156,10 @@ class ReplayGpuShareTest : public ::testing::Test {
              ExtenderArgsNamesJson(GpuPodAsking("5").Build(), {"g1", "g2", "g3", "g4", "cpu"})),
         200);
     ASSERT_EQ(out, R"({"Nodes":null,"NodeNames":["g1","g4"],)"
-                   R"x("FailedNodes":{"g2":"no GPU with 5 GiB free (largest free 0 GiB)"},)x"
-                   R"("FailedAndUnresolvableNodes":{"g3":"node(s) have no healthy GPU with 5 GiB",)"
-                   R"("cpu":"node(s) have no shared GPU"},"Error":""})");
+                   R"x("FailedNodes":{"g2":"Insufficient aliyun.com/gpu-mem on any one GPU"},)x"
+                   R"("FailedAndUnresolvableNodes":{"g3":"node(s) had no healthy GPU large )"
+                   R"(enough for the pod's aliyun.com/gpu-mem",)"
+                   R"("cpu":"node(s) had no shared GPU"},"Error":""})");
     // binpack: g1 device 1 full afterwards 100 → 10; g4 62 → 6.
     ASSERT_EQ(
         call(Verb::kPrioritize, 0, ExtenderArgsNamesJson(GpuPodAsking("5").Build(), {"g1", "g4"})),
@@ -313,7 +314,7 @@ TEST_F(ReplayGpuShareTest, ARecordWithoutStateReplaysAgainstEmptyStateAndSaysSo)
   EXPECT_FALSE(r.requests[0].state_recorded);
   EXPECT_EQ(r.requests[0].diff,
             (std::vector<std::string>{
-                "g2: unschedulable \"no GPU with 5 GiB free (largest free 0 GiB)\" -> pass"}));
+                "g2: unschedulable \"Insufficient aliyun.com/gpu-mem on any one GPU\" -> pass"}));
   EXPECT_EQ(r.requests[1].diff,
             (std::vector<std::string>{"top node: g1 -> g1,g4", "g1: score 10 -> 6"}));
   EXPECT_EQ(r.requests[2].diff, (std::vector<std::string>{"top node: g4 -> g1", "g1: score 6 -> 8",

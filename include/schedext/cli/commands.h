@@ -23,6 +23,10 @@ namespace schedext::cli {
 
 int ExplainCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int ReplayCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+// `schedext why NAMESPACE/POD`: the one subcommand that talks to a running
+// schedext (GET /explain/pod/..., explain/explain.h) instead of running the
+// profiles itself; 1 also when the server cannot be reached or refuses.
+int WhyCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 // ---- shared by the subcommands ----
 

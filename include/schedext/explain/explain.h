@@ -6,7 +6,7 @@
 // The document (keys always present, null where they do not apply):
 //   {"profile": "default",
 //    "pod": {"namespace": "ns", "name": "web-1", "uid": "..."},
-//    "nodeMode": "Nodes" | "NodeNames" | "none",
+//    "nodeMode": "Nodes" | "NodeNames" | "none" | "cache",
 //    "scoring": "passing",          // scores are of the nodes that pass
 //    "policies": [{"name": "NodeLabel", "weight": 2, "filter": true, "score": true}],
 //    "totalWeight": 2,              // Σ weights of the scoring policies
@@ -16,8 +16,10 @@
 //      {"name": "n1",
 //       "verdict": "pass" | "unschedulable" | "unresolvable" | "error",
 //       "reason": null | "...",     // the text filter answers for the node
+//       "detail": null | "...",     // that policy's per-node detail (FilterHook::Detail)
 //       "rejectedBy": null | "NodeLabel",
-//       "filters": [{"policy": "NodeLabel", "verdict": "pass", "reason": null}],
+//       "filters": [{"policy": "NodeLabel", "verdict": "pass", "reason": null,
+//                    "detail": null}],
 //       "scores": null | [{"policy": "NodeLabel", "weight": 2, "raw": 5,
 //                          "normalized": 100, "weighted": 200}],
 //       "weightedTotal": null | 200,
@@ -32,11 +34,14 @@
 #ifndef SCHEDEXT_EXPLAIN_EXPLAIN_H_
 #define SCHEDEXT_EXPLAIN_EXPLAIN_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 
+#include "schedext/cluster/cache.h"
 #include "schedext/pipeline/explain.h"
 #include "schedext/pipeline/profile.h"
 #include "schedext/status.h"
@@ -51,9 +56,26 @@ inline constexpr std::string_view kUnknownNode = "node(s) unknown to schedext";
 // Appends the document for `args` explained by `profile`: `explanation.nodes[k]`
 // is the request's node `node_index[k]`; request nodes not in `node_index` are
 // unknown to schedext.
+// `node_mode`, when not empty, replaces the request's node mode in
+// "nodeMode".
 void AppendExplanationJson(const pipeline::Profile& profile, const wire::ExtenderArgsView& args,
                            std::span<const uint32_t> node_index,
-                           const pipeline::Explanation& explanation, std::string& out);
+                           const pipeline::Explanation& explanation, std::string& out,
+                           std::string_view node_mode = {});
+
+// GET /explain/pod/<namespace>/<name>[/<profile>] on the main listener (node
+// cache mode): the pod as the cluster cache holds it (pending, bound or
+// reserved) explained by `profiles[default_profile]`, or by the profile the
+// path names, against every node of the cache's latest snapshot, in name
+// order. The document is AppendExplanationJson's with "nodeMode": "cache".
+// Needs no request body: "why is this pending pod not placed, now?". Fills
+// `body` and returns the HTTP status: 400 for a malformed path, 404 for an
+// unknown pod or profile, 503 before the cache has synced. O(pods + nodes ×
+// policies), allocating: for operators, never on the verbs' path. Called by
+// the server's GET route from any request thread (reads one snapshot).
+int ExplainCachedPod(const cluster::ClusterCache& cache,
+                     std::span<const std::shared_ptr<const pipeline::Profile>> profiles,
+                     size_t default_profile, std::string_view rest, std::string& body);
 
 // The text table of a document AppendExplanationJson wrote. kInvalidArgument
 // when `json` is not such a document.

@@ -37,6 +37,7 @@ struct ExplainedVerdict {
   std::string_view policy;  // the policy's registered name (owned by the profile)
   policy::Verdict::Code code = policy::Verdict::Code::kSuccess;
   std::string reason;  // copied: a reason may point into the request's state
+  std::string detail;  // FilterHook::Detail for a rejection; empty otherwise
 };
 
 // One scoring policy on one node.
@@ -57,6 +58,9 @@ struct ExplainedNode {
   policy::Verdict::Code code = policy::Verdict::Code::kSuccess;
   std::string_view reason() const {
     return decisive < 0 ? std::string_view() : std::string_view(filters[decisive].reason);
+  }
+  std::string_view detail() const {
+    return decisive < 0 ? std::string_view() : std::string_view(filters[decisive].detail);
   }
   // Set when the node was scored (see ExplainScoring).
   bool scored = false;

@@ -44,6 +44,17 @@ class FilterHook {
   // filters). preempt re-checks candidate nodes with the filters for which it
   // cannot; the others answer through their PreemptHook.
   virtual bool EvictionCanHelp() const { return false; }
+  // Explain only (pipeline/explain.h), never on the verbs' path: for a node
+  // this filter rejected, after the same PreFilter, what the reason leaves
+  // out — the node's own numbers, the taint, how far it is from fitting
+  // ("no GPU with 8 GiB free (largest free 6 GiB)"). Reasons must stay a
+  // small fixed set (kube-scheduler counts nodes per distinct reason in the
+  // pod's FailedScheduling event), so per-node text belongs here. May
+  // allocate. Empty: nothing beyond the reason.
+  virtual std::string Detail(const RequestState& /*state*/, const model::PodInfo& /*pod*/,
+                             const model::NodeInfo& /*node*/) const {
+    return {};
+  }
 };
 
 class ScoreHook {

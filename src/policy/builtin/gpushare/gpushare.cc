@@ -42,7 +42,7 @@ constexpr std::string_view kName = "GpuShare";
 
 constexpr std::string_view kNeedsClusterCache =
     "GpuShare needs schedext's cluster cache (no Kubernetes API connection)";
-constexpr std::string_view kNoSharedGpu = "node(s) have no shared GPU";
+constexpr std::string_view kNoSharedGpu = "node(s) had no shared GPU";
 constexpr std::string_view kNoPreFilterState = "GpuShare: Filter ran without PreFilter";
 constexpr std::string_view kVictimsMismatch = "GpuShare: victims and needed differ in length";
 constexpr std::string_view kNoDeviceAfterEviction =
@@ -53,24 +53,12 @@ constexpr std::string_view kNoDeviceAfterEviction =
 constexpr int64_t kSmallDevice =
     std::numeric_limits<int64_t>::max() / kMaxNodeScore / gpushare::kMaxGpuDevices;
 
-// Rejection texts with the node's largest free amount are prepared for this
-// many amounts at most: enough for every realistic request in GiB, and a
-// bound on what one request costs in PreFilter.
-constexpr int64_t kLargestFreeTexts = 1024;
-
 enum class Scoring { kBinpack, kSpread };
 
-// PreFilter's result: the request and every rejection text a node can get,
-// so that Filter only picks one.
+// PreFilter's result: the request, read once instead of per node.
 class FilterState final : public StateData {
  public:
   int64_t request = 0;
-  std::string no_healthy_gpu;  // "node(s) have no healthy GPU with <req> <unit>"
-  std::string no_room;         // "no GPU with <req> <unit> free"
-  // [f]: "no GPU with <req> <unit> free (largest free <f> <unit>)"; views into
-  // `texts`, which is never reallocated after they are taken.
-  std::vector<std::string_view> by_largest_free;
-  std::string texts;
 };
 
 // PreScore's result: the request, read once instead of per node.
@@ -78,15 +66,6 @@ class ScoreState final : public StateData {
  public:
   int64_t request = 0;
 };
-
-// Decimal digits of a value in [0, kLargestFreeTexts).
-size_t DigitCount(int64_t value) {
-  size_t digits = 1;
-  for (; value >= 10; value /= 10) {
-    ++digits;
-  }
-  return digits;
-}
 
 bool OnDevice(const model::PodInfo& victim, int device,
               const GpuShareConvention& convention) {
@@ -148,7 +127,10 @@ class GpuShare final : public Policy,
            model::NameTable* names, PolicyHandle* handle)
       : convention_(std::move(convention)),
         reader_(std::make_shared<const GpuNodeReader>(convention_, slot, names)),
-        scoring_(scoring) {
+        scoring_(scoring),
+        reason_no_healthy_gpu_("node(s) had no healthy GPU large enough for the pod's " +
+                               convention_.memory_resource),
+        reason_no_room_("Insufficient " + convention_.memory_resource + " on any one GPU") {
     if (handle != nullptr) {
       summary_ = handle->AddNodeSummary<GpuSummary>(
           [reader = reader_](const model::NodeInfo& node) { return reader->Summarize(node); });
@@ -166,9 +148,6 @@ class GpuShare final : public Policy,
   Status PreFilter(RequestState& state, const model::PodInfo& pod) const override {
     auto data = std::make_unique<FilterState>();
     data->request = GpuMemoryRequest(pod, convention_);
-    if (data->request > 0) {
-      BuildReasons(*data);
-    }
     state.Set(FilterKey(), std::move(data));
     return OkStatus();
   }
@@ -193,6 +172,33 @@ class GpuShare final : public Policy,
   }
 
   bool EvictionCanHelp() const override { return true; }
+
+  std::string Detail(const RequestState& state, const model::PodInfo& /*pod*/,
+                     const model::NodeInfo& node) const override {
+    const FilterState* data = state.GetAs<FilterState>(FilterKey());
+    if (data == nullptr || data->request == 0 || node.usage == nullptr) {
+      return {};
+    }
+    const GpuShape shape = reader_->Shape(node);
+    if (!shape.has_gpus()) {
+      return {};
+    }
+    const GpuPlacement placement = PlaceOnGpu(shape, reader_->Usage(node), data->request);
+    if (placement.device >= 0) {
+      return {};
+    }
+    const std::string needs = "needs " + Amount(data->request) + " on one GPU; ";
+    if (shape.device_memory < data->request) {
+      return needs + "its " + std::to_string(shape.count) + " GPU(s) hold " +
+             Amount(shape.device_memory) + " each";
+    }
+    if (!placement.could_fit) {
+      return needs + "all " + std::to_string(shape.count) + " GPU(s) unhealthy";
+    }
+    return needs + "largest free " +
+           Amount(placement.largest_free) + ", short by " +
+           Amount(data->request - placement.largest_free);
+  }
 
   // ScoreHook
   Status PreScore(RequestState& state, const model::PodInfo& pod,
@@ -318,15 +324,9 @@ class GpuShare final : public Policy,
       return Verdict::Success();
     }
     if (!placement.could_fit) {
-      return Verdict::Unresolvable(data.no_healthy_gpu);
+      return Verdict::Unresolvable(reason_no_healthy_gpu_);
     }
-    // A rejected node's largest free amount is below the request, so the
-    // table covers every rejection of requests up to its size.
-    if (placement.largest_free >= 0 &&
-        placement.largest_free < static_cast<int64_t>(data.by_largest_free.size())) {
-      return Verdict::Unschedulable(data.by_largest_free[placement.largest_free]);
-    }
-    return Verdict::Unschedulable(data.no_room);
+    return Verdict::Unschedulable(reason_no_room_);
   }
 
   // The score of a request of `request` > 0 on `devices`.
@@ -373,36 +373,16 @@ class GpuShare final : public Policy,
     return std::to_string(amount) + " " + convention_.unit;
   }
 
-  void BuildReasons(FilterState& data) const {
-    const std::string request = Amount(data.request);
-    data.no_healthy_gpu = "node(s) have no healthy GPU with " + request;
-    data.no_room = "no GPU with " + request + " free";
-    const std::string prefix = data.no_room + " (largest free ";
-    const std::string suffix = " " + convention_.unit + ")";
-    const int64_t n = std::min(data.request, kLargestFreeTexts);
-    size_t size = 0;
-    for (int64_t f = 0; f < n; ++f) {
-      size += prefix.size() + DigitCount(f) + suffix.size();
-    }
-    // Exactly the size appended below: `texts` does not reallocate, so the
-    // views taken while appending stay valid.
-    data.texts.reserve(size);
-    data.by_largest_free.reserve(static_cast<size_t>(n));
-    char digits[24];
-    for (int64_t f = 0; f < n; ++f) {
-      const size_t start = data.texts.size();
-      const std::to_chars_result end = std::to_chars(digits, digits + sizeof(digits), f);
-      data.texts.append(prefix).append(digits, end.ptr).append(suffix);
-      data.by_largest_free.emplace_back(data.texts.data() + start, data.texts.size() - start);
-    }
-  }
-
   const GpuShareConvention convention_;
   // How a node's shape, usage and summary are read; shared with the
   // summarizer (which the cache may hold longer than the policy).
   const std::shared_ptr<const GpuNodeReader> reader_;
   const Scoring scoring_;
   NodeSummarySlot<GpuSummary> summary_;  // set by the constructor only
+  // Filter's reasons: the same for every node and request, so that
+  // kube-scheduler counts them (per-node amounts are in Detail).
+  const std::string reason_no_healthy_gpu_;
+  const std::string reason_no_room_;
 };
 
 // What every profile's GpuShare shares (PolicyHandle::Shared): one

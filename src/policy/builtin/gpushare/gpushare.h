@@ -43,14 +43,15 @@
 //                                 cache (no Kubernetes API connection)"; also
 //                                 for pods without a GPU request, so that the
 //                                 misconfiguration shows on the first request
-//   node without shared GPUs      Unresolvable "node(s) have no shared GPU"
-//   no healthy device that large  Unresolvable "node(s) have no healthy GPU
-//                                 with <req> <unit>"
-//   no device with room now       Unschedulable "no GPU with <req> <unit> free
-//                                 (largest free <f> <unit>)"
-// The texts are built once per request in PreFilter (the per-node loop
-// neither allocates nor formats): the "largest free" variant for f below
-// min(req, 1024); beyond that "no GPU with <req> <unit> free".
+//   node without shared GPUs      Unresolvable "node(s) had no shared GPU"
+//   no healthy device that large  Unresolvable "node(s) had no healthy GPU large
+//                                 enough for the pod's <memoryResource>"
+//   no device with room now       Unschedulable "Insufficient <memoryResource>
+//                                 on any one GPU"
+// The reasons carry no amounts: kube-scheduler counts nodes per distinct
+// reason in the pod's FailedScheduling event. Detail (explain) says the
+// request and, per node, the largest free amount and the shortfall, or the
+// size of its devices.
 //
 // Score, after placing the request by best fit (a node where it does not fit
 // scores 0); both values are in [0, 100], so the default Normalize (clamp)

@@ -147,6 +147,13 @@ class NodeNumeric final : public Policy, public FilterHook, public ScoreHook {
     return Verdict::Success();
   }
 
+  // The node's value: the reasons name only the bound.
+  std::string Detail(const RequestState& /*state*/, const model::PodInfo& /*pod*/,
+                     const model::NodeInfo& node) const override {
+    const std::optional<double> value = Value(node);
+    return value.has_value() ? spec_.key + " is " + FormatNumber(*value) : std::string();
+  }
+
   // ScoreHook
   // The value in fixed point (value × 1e6, rounded), or kMissing.
   int64_t Score(const RequestState& /*state*/, const model::PodInfo& /*pod*/,

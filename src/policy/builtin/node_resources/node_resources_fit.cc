@@ -211,6 +211,34 @@ class NodeResourcesFit final : public Policy, public FilterHook, public PreemptH
   }
   bool EvictionCanHelp() const override { return true; }
 
+  // The first shortfall Filter found, with the node's amounts (cpu in
+  // millicores, the others in the resource's base unit).
+  std::string Detail(const RequestState& state, const model::PodInfo& /*pod*/,
+                     const model::NodeInfo& node) const override {
+    const FitState* fit = state.GetAs<FitState>(this);
+    if (fit == nullptr || node.usage == nullptr) {
+      return {};
+    }
+    const ResourceSummary& summary = summaries_.Of(node);
+    if (Int128(summary.pods) + 1 > summary.allocatable_pods) {
+      return "pods: " + std::to_string(summary.pods) + " of " +
+             std::to_string(summary.allocatable_pods) + " allowed";
+    }
+    for (const Demand& demand : fit->demands) {
+      const NodeAmounts amounts = AmountsOf(summary, node, demand);
+      const Int128 free = Int128(amounts.allocatable) - amounts.requested;
+      if (demand.amount > free) {
+        const std::string_view unit = demand.kind == Kind::kCpu ? "m" : "";
+        auto text = [unit](Int128 v) {
+          return std::to_string(static_cast<long long>(v)) + std::string(unit);
+        };
+        return std::string(demand.name.text) + ": requested " + text(demand.amount) + ", free " +
+               text(free) + " of " + text(amounts.allocatable) + " allocatable";
+      }
+    }
+    return {};
+  }
+
   // PreemptHook
   // kube-scheduler's SelectVictimsOnNode for this one filter: evict every
   // candidate victim and re-check; if the pod still does not fit, drop the

@@ -331,6 +331,35 @@ class NodeLoad final : public Policy,
     return Verdict::Success();
   }
 
+  // The node's predicted use, which the reasons leave out (they name only
+  // the configured limit).
+  std::string Detail(const RequestState& state, const model::PodInfo& /*pod*/,
+                     const model::NodeInfo& node) const override {
+    const NodeLoadState* s = state.GetAs<NodeLoadState>(this);
+    const NodeLoadSample* sample =
+        s == nullptr || s->snapshot == nullptr ? nullptr : s->snapshot->Find(node.name);
+    if (sample == nullptr) {
+      return {};
+    }
+    int64_t pending_cpu = 0;
+    int64_t pending_memory = 0;
+    s->binds->SumSince(node.name, s->binds_since, pending_cpu, pending_memory);
+    // Tenths of a percent: enough to compare with the limit, and no float noise.
+    auto percent = [](double value) { return FormatNumber(std::round(value * 10) / 10) + "%"; };
+    std::string out;
+    const double cpu_capacity = CpuCapacity(node);
+    if (!std::isnan(sample->cpu) && cpu_capacity > 0) {
+      out = "CPU use " + percent(PredictedCpuPercent(sample->cpu, cpu_capacity,
+                                                     static_cast<double>(pending_cpu)));
+    }
+    const double memory_capacity = static_cast<double>(node.allocatable.memory);
+    if (!std::isnan(sample->memory) && memory_capacity > 0) {
+      out += (out.empty() ? "" : ", ") + std::string("memory use ") +
+             percent(sample->memory + 100 * static_cast<double>(pending_memory) / memory_capacity);
+    }
+    return out.empty() ? out : out + " (with binds since the sample)";
+  }
+
   // ScoreHook
   Status PreScore(RequestState& state, const model::PodInfo& pod,
                   NodeSpan /*nodes*/) const override {

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "policy/args.h"
@@ -18,6 +19,20 @@ constexpr std::string_view kReasonUntolerated = "node(s) had untolerated taint";
 // untolerated PreferNoSchedule taints, fewer being better.
 class TaintToleration final : public Policy, public FilterHook, public ScoreHook {
  public:
+  // The first NoSchedule or NoExecute taint of `node` the pod does not
+  // tolerate; null when there is none.
+  static const model::Taint* FirstUntolerated(const model::PodInfo& pod,
+                                              const model::NodeInfo& node) {
+    for (const model::Taint& taint : node.taints) {
+      if ((taint.effect == model::TaintEffect::kNoSchedule ||
+           taint.effect == model::TaintEffect::kNoExecute) &&
+          !model::TolerationsTolerate(pod.tolerations, taint)) {
+        return &taint;
+      }
+    }
+    return nullptr;
+  }
+
   std::string_view Name() const override { return kName; }
   model::NodeFields NodeFieldsRead() const override { return model::NodeFields::kNone; }
   const FilterHook* AsFilter() const override { return this; }
@@ -26,16 +41,20 @@ class TaintToleration final : public Policy, public FilterHook, public ScoreHook
   // FilterHook
   Verdict Filter(const RequestState& /*state*/, const model::PodInfo& pod,
                  const model::NodeInfo& node) const override {
-    for (const model::Taint& taint : node.taints) {
-      if (taint.effect != model::TaintEffect::kNoSchedule &&
-          taint.effect != model::TaintEffect::kNoExecute) {
-        continue;
-      }
-      if (!model::TolerationsTolerate(pod.tolerations, taint)) {
-        return Verdict::Unresolvable(kReasonUntolerated);
-      }
+    return FirstUntolerated(pod, node) == nullptr ? Verdict::Success()
+                                                  : Verdict::Unresolvable(kReasonUntolerated);
+  }
+
+  // kube-scheduler puts the taint in its reason; here it would split the
+  // event's count per taint and need formatting in the per-node loop.
+  std::string Detail(const RequestState& /*state*/, const model::PodInfo& pod,
+                     const model::NodeInfo& node) const override {
+    const model::Taint* taint = FirstUntolerated(pod, node);
+    if (taint == nullptr) {
+      return {};
     }
-    return Verdict::Success();
+    return "untolerated taint {" + std::string(taint->key) + ": " + std::string(taint->value) +
+           "}";
   }
 
   // ScoreHook
