@@ -145,6 +145,22 @@ TEST(HamiVgpuTest, HooksAndArgs) {
             StatusCode::kInvalidArgument);
 }
 
+// Every profile's instance shares one accounting slot and one route.
+TEST(HamiVgpuTest, RegistersOnceThroughTheHandle) {
+  PolicyHost& host = NewHost();
+  PolicyContext context;
+  context.handle = &host;
+  ASSERT_TRUE(NewHamiVgpu(json::object(), context).ok());
+  ASSERT_TRUE(NewHamiVgpu(json::parse(R"({"nodeSchedulerPolicy": "spread"})"), context).ok());
+  EXPECT_EQ(host.accountings().size(), 1U);
+  ASSERT_EQ(host.routes().size(), 1U);
+  EXPECT_EQ(host.routes()[0].path, "/hami/inspect");
+  std::string body;
+  // No cluster attached to this host: no snapshot.
+  EXPECT_EQ(host.routes()[0].handler("", body), 503);
+  EXPECT_EQ(body, R"({"Error":"hami inspect: the cluster cache has not synced yet"})" "\n");
+}
+
 TEST(HamiVgpuTest, FilterVerdictsAreFixedTexts) {
   TestArena arena;
   std::unique_ptr<Policy> policy = MustCreate("{}");

@@ -13,6 +13,7 @@
 #include "policy/args.h"
 #include "policy/builtin/hami_vgpu/accounting.h"
 #include "policy/builtin/hami_vgpu/fit.h"
+#include "policy/builtin/hami_vgpu/inspect.h"
 #include "policy/builtin/hami_vgpu/protocol.h"
 
 namespace schedext::policy {
@@ -282,6 +283,15 @@ StatusOr<std::unique_ptr<Policy>> NewHamiVgpu(const nlohmann::json& args,
           SCHEDEXT_ASSIGN_OR_RETURN(
               made->slot, handle.AddNodeAccounting(std::make_shared<hami::VgpuAccounting>()));
           handle.RequireCluster(std::string(kNeedsCluster));
+          const NodeStateSlot made_slot = made->slot;
+          PolicyHandle* h = &handle;
+          // The first profile's count resource names the handshake exception.
+          SCHEDEXT_RETURN_IF_ERROR(handle.AddGetRoute(
+              "/hami/inspect",
+              [h, made_slot, count = names.count](std::string_view name, std::string& body) {
+                const std::shared_ptr<const ClusterView> view = h->Snapshot();
+                return hami::HamiInspect(view.get(), made_slot, count, NowUnix(), name, body);
+              }));
           return made;
         }));
     slot = shared->slot;
