@@ -123,5 +123,35 @@ TEST(HamiInspectTest, OneNodeAndTheErrors) {
   EXPECT_EQ(HamiInspect(unsynced.snapshot().get(), 0, "nvidia.com/gpu", kNow, "", body), 503);
 }
 
+// n1: two A100s (one unhealthy), 5 of 20 vGPUs, 8500 MiB, 45 cores used;
+// n2: a T4 on a node whose handshake is stale.
+TEST(HamiInspectTest, Gauges) {
+  auto cache = SmallCluster();
+  std::string out;
+  AppendHamiMetrics(cache->snapshot().get(), 0, "nvidia.com/gpu", kNow, out);
+  EXPECT_EQ(out,
+            "# HELP schedext_hami_vgpus vGPUs (split counts) of the registered HAMi devices.\n"
+            "# TYPE schedext_hami_vgpus gauge\n"
+            "schedext_hami_vgpus{state=\"total\"} 22\n"
+            "schedext_hami_vgpus{state=\"used\"} 6\n"
+            "# HELP schedext_hami_memory_mib Memory of the registered HAMi devices, in MiB.\n"
+            "# TYPE schedext_hami_memory_mib gauge\n"
+            "schedext_hami_memory_mib{state=\"total\"} 180224\n"
+            "schedext_hami_memory_mib{state=\"used\"} 12596\n"
+            "# HELP schedext_hami_cores Compute of the registered HAMi devices (100 per device).\n"
+            "# TYPE schedext_hami_cores gauge\n"
+            "schedext_hami_cores{state=\"total\"} 300\n"
+            "schedext_hami_cores{state=\"used\"} 95\n"
+            "# HELP schedext_hami_devices Registered HAMi devices: usable, unhealthy, or on a node "
+            "whose handshake is stale.\n"
+            "# TYPE schedext_hami_devices gauge\n"
+            "schedext_hami_devices{state=\"usable\"} 1\n"
+            "schedext_hami_devices{state=\"unhealthy\"} 1\n"
+            "schedext_hami_devices{state=\"stale\"} 1\n");
+  std::string empty;
+  AppendHamiMetrics(nullptr, 0, "nvidia.com/gpu", kNow, empty);
+  EXPECT_NE(empty.find("schedext_hami_vgpus{state=\"total\"} 0\n"), std::string::npos) << empty;
+}
+
 }  // namespace
 }  // namespace schedext::policy::hami

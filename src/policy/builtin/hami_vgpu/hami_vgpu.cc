@@ -292,6 +292,10 @@ StatusOr<std::unique_ptr<Policy>> NewHamiVgpu(const nlohmann::json& args,
                 const std::shared_ptr<const ClusterView> view = h->Snapshot();
                 return hami::HamiInspect(view.get(), made_slot, count, NowUnix(), name, body);
               }));
+          handle.AddMetrics([h, made_slot, count = names.count](std::string& out) {
+            const std::shared_ptr<const ClusterView> view = h->Snapshot();
+            hami::AppendHamiMetrics(view.get(), made_slot, count, NowUnix(), out);
+          });
           return made;
         }));
     slot = shared->slot;

@@ -54,8 +54,9 @@ namespace schedext::policy {
 
 // Builds the policy from its `args` (kInvalidArgument naming the field).
 // Registers once through *context.handle (shared by every profile's
-// instance): the accounting, GET /hami/inspect (inspect.h, with the first
-// profile's count resource) and the requirement of the cluster. Without a handle it counts
+// instance): the accounting, GET /hami/inspect and the schedext_hami_*
+// gauges (inspect.h, with the first profile's count resource) and the
+// requirement of the cluster. Without a handle it counts
 // nothing and every node has no usage. Immutable and thread-safe.
 StatusOr<std::unique_ptr<Policy>> NewHamiVgpu(const nlohmann::json& args,
                                               const PolicyContext& context);

@@ -1,11 +1,13 @@
 #include "policy/builtin/hami_vgpu/inspect.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "policy/builtin/hami_vgpu/accounting.h"
@@ -82,17 +84,28 @@ Holders CollectHolders(const ClusterView& snapshot) {
   return holders;
 }
 
+// The node's registered devices and whether its handshake leaves them
+// usable; false when it registers none.
+bool ReadNode(const model::NodeInfo& node, std::string_view count_resource, int64_t now_unix,
+              NodeDevices& devices, bool& usable) {
+  const std::optional<std::string_view> text = node.annotations.Find(kRegisterAnnotation);
+  if (!text.has_value() || !DecodeRegister(*text, devices) || devices.size == 0) {
+    return false;
+  }
+  const std::optional<std::string_view> handshake = node.annotations.Find(kHandshakeAnnotation);
+  usable = !(handshake.has_value() && HandshakeStale(*handshake, now_unix) &&
+             node.allocatable.Get(count_resource) <= 0);
+  return true;
+}
+
 std::optional<OrderedJson> NodeJson(const model::NodeInfo& node, NodeStateSlot slot,
                                     std::string_view count_resource, int64_t now_unix,
                                     const Holders& holders) {
-  const std::optional<std::string_view> text = node.annotations.Find(kRegisterAnnotation);
   NodeDevices devices;
-  if (!text.has_value() || !DecodeRegister(*text, devices) || devices.size == 0) {
+  bool usable = false;
+  if (!ReadNode(node, count_resource, now_unix, devices, usable)) {
     return std::nullopt;
   }
-  const std::optional<std::string_view> handshake = node.annotations.Find(kHandshakeAnnotation);
-  const bool usable = !(handshake.has_value() && HandshakeStale(*handshake, now_unix) &&
-                        node.allocatable.Get(count_resource) <= 0);
   NodeUse use;
   const model::NodeState* state =
       node.usage != nullptr ? node.usage->states.Get(slot) : nullptr;
@@ -175,6 +188,60 @@ int HamiInspect(const ClusterView* snapshot, NodeStateSlot slot, std::string_vie
   OrderedJson reply;
   reply["nodes"] = nodes;
   return Reply(200, reply, body);
+}
+
+void AppendHamiMetrics(const ClusterView* snapshot, NodeStateSlot slot,
+                       std::string_view count_resource, int64_t now_unix, std::string& out) {
+  int64_t vgpus = 0, used_vgpus = 0, memory = 0, used_memory = 0, cores = 0, used_cores = 0;
+  int64_t usable = 0, unhealthy = 0, stale = 0;
+  if (snapshot != nullptr) {
+    snapshot->ForEachNode([&](const model::NodeInfo& node) {
+      NodeDevices devices;
+      bool node_usable = false;
+      if (!ReadNode(node, count_resource, now_unix, devices, node_usable)) {
+        return;
+      }
+      NodeUse use;
+      const model::NodeState* state =
+          node.usage != nullptr ? node.usage->states.Get(slot) : nullptr;
+      UseOf(static_cast<const VgpuNodeState*>(state), devices.view(), use);
+      for (int i = 0; i < devices.size; ++i) {
+        const Device& d = devices.devices[static_cast<size_t>(i)];
+        const DeviceUse& u = use[static_cast<size_t>(i)];
+        vgpus += d.count;
+        used_vgpus += u.used;
+        memory += d.memory;
+        used_memory += u.memory;
+        cores += d.cores;
+        used_cores += u.cores;
+        if (!node_usable) {
+          ++stale;
+        } else if (!d.healthy) {
+          ++unhealthy;
+        } else {
+          ++usable;
+        }
+      }
+    });
+  }
+  const auto family = [&out](std::string_view name, std::string_view help,
+                             std::initializer_list<std::pair<std::string_view, int64_t>> samples) {
+    out.append("# HELP ").append(name).append(" ").append(help).append("\n# TYPE ");
+    out.append(name).append(" gauge\n");
+    for (const auto& [state, value] : samples) {
+      out.append(name).append("{state=\"").append(state).append("\"} ");
+      out.append(std::to_string(value)).push_back('\n');
+    }
+  };
+  family("schedext_hami_vgpus", "vGPUs (split counts) of the registered HAMi devices.",
+         {{"total", vgpus}, {"used", used_vgpus}});
+  family("schedext_hami_memory_mib", "Memory of the registered HAMi devices, in MiB.",
+         {{"total", memory}, {"used", used_memory}});
+  family("schedext_hami_cores", "Compute of the registered HAMi devices (100 per device).",
+         {{"total", cores}, {"used", used_cores}});
+  family("schedext_hami_devices",
+         "Registered HAMi devices: usable, unhealthy, or on a node whose handshake is stale.",
+         {{"usable", usable}, {"unhealthy", unhealthy}, {"stale", stale}});
 }
 
 }  // namespace schedext::policy::hami

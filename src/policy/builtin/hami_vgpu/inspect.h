@@ -19,7 +19,15 @@
 // {"Error": ...} for a node unknown or without devices; 503 before the cache
 // has synced or without a cluster connection.
 //
-// Thread-safety: reads one snapshot; call from any thread. O(nodes + pods).
+// Gauges (AppendHamiMetrics, on GET /metrics): over the registered devices
+// of every node, schedext_hami_vgpus, schedext_hami_memory_mib and
+// schedext_hami_cores {state="total|used"} (used as the accounting counts
+// it), and schedext_hami_devices{state="usable|unhealthy|stale"} (stale: the
+// node's handshake leaves it without devices). All 0 without a snapshot.
+//
+// Thread-safety: reads one snapshot; call from any thread. O(nodes + pods)
+// for the route, O(nodes) for the gauges: for operators and scrapes, never
+// the request path.
 #ifndef SCHEDEXT_POLICY_BUILTIN_HAMI_VGPU_INSPECT_H_
 #define SCHEDEXT_POLICY_BUILTIN_HAMI_VGPU_INSPECT_H_
 
@@ -37,6 +45,10 @@ namespace schedext::policy::hami {
 // profile's vGPU count resource (the handshake exception reads it).
 int HamiInspect(const ClusterView* snapshot, NodeStateSlot slot, std::string_view count_resource,
                 int64_t now_unix, std::string_view node, std::string& body);
+
+// Appends the gauges' families (# HELP, # TYPE, samples) to `out`.
+void AppendHamiMetrics(const ClusterView* snapshot, NodeStateSlot slot,
+                       std::string_view count_resource, int64_t now_unix, std::string& out);
 
 }  // namespace schedext::policy::hami
 
