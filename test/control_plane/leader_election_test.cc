@@ -498,7 +498,7 @@ TEST_F(DeployDryRunTest, EveryKustomizeFolderIsAcceptedByTheApiServer) {
   // which admission wants for the sidecar's Pod (a real cluster has it).
   const Status kube_system = cp().CreateNamespace("kube-system");
   ASSERT_TRUE(kube_system.ok()) << kube_system.ToString();
-  for (const char* folder : {"base", "gpushare", "tls", "monitoring", "sidecar"}) {
+  for (const char* folder : {"base", "gpushare", "hami", "tls", "monitoring", "sidecar"}) {
     SCOPED_TRACE(folder);
     const std::string dir = std::string(SCHEDEXT_SOURCE_DIR) + "/deploy/" + folder;
     StatusOr<CommandResult> rendered = cp().Kubectl({"kustomize", dir});

@@ -66,9 +66,9 @@ TEST(RegistryTest, UnknownPolicyListsTheKnownOnes) {
   ASSERT_FALSE(policy.ok());
   EXPECT_EQ(policy.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(policy.status().message(),
-            "unknown policy \"NodeLable\" (known: BalancedAllocation, GpuShare, LeastAllocated, "
-            "MostAllocated, NodeHealth, NodeLabel, NodeLoad, NodeNumeric, NodeResourcesFit, "
-            "RequestedToCapacityRatio, TaintToleration)");
+            "unknown policy \"NodeLable\" (known: BalancedAllocation, GpuShare, HamiVgpu, "
+            "LeastAllocated, MostAllocated, NodeHealth, NodeLabel, NodeLoad, NodeNumeric, "
+            "NodeResourcesFit, RequestedToCapacityRatio, TaintToleration)");
 }
 
 TEST(RegistryTest, UnknownPolicyInAnEmptyRegistry) {
@@ -113,11 +113,11 @@ TEST(RegistryTest, NullFromAFactoryIsAnInternalError) {
   EXPECT_EQ(policy.status(), InternalError("policy \"Null\": factory returned null"));
 }
 
-TEST(BuiltinPoliciesTest, RegistersExactlyTheEleven) {
+TEST(BuiltinPoliciesTest, RegistersExactlyTheTwelve) {
   Registry registry;
   ASSERT_TRUE(RegisterBuiltinPolicies(registry).ok());
   EXPECT_EQ(registry.Names(),
-            (std::vector<std::string>{"BalancedAllocation", "GpuShare", "LeastAllocated",
+            (std::vector<std::string>{"BalancedAllocation", "GpuShare", "HamiVgpu", "LeastAllocated",
                                       "MostAllocated",
                                       "NodeHealth", "NodeLabel", "NodeLoad", "NodeNumeric",
                                       "NodeResourcesFit",
@@ -148,6 +148,7 @@ TEST(BuiltinPoliciesTest, EachBuildsUnderItsNameWithItsHooks) {
       {"MostAllocated", json::object(), false, true},
       {"BalancedAllocation", json::object(), false, true},
       {"GpuShare", json::object(), true, true, true, true},
+      {"HamiVgpu", json::object(), true, true, false, true},
       {"NodeLoad", json::parse(R"({"prometheus": {"url": "http://127.0.0.1:9"}})"), false, true},
       {"NodeLoad",
        json::parse(R"({"prometheus": {"url": "http://127.0.0.1:9"}, "hotCpuPercent": 90})"), true,

@@ -1,5 +1,6 @@
 // RegisterBuiltinPolicies: the one list of built-in policies.
 #include "policy/builtin/gpushare/gpushare.h"
+#include "policy/builtin/hami_vgpu/hami_vgpu.h"
 #include "policy/builtin/node_health/node_health.h"
 #include "policy/builtin/node_label/node_label.h"
 #include "policy/builtin/node_numeric/node_numeric.h"
@@ -24,6 +25,7 @@ Status RegisterBuiltinPolicies(Registry& registry) {
       registry.Register("RequestedToCapacityRatio", NewRequestedToCapacityRatio));
   SCHEDEXT_RETURN_IF_ERROR(registry.Register("GpuShare", NewGpuShare));
   SCHEDEXT_RETURN_IF_ERROR(registry.Register("NodeLoad", NewNodeLoad));
+  SCHEDEXT_RETURN_IF_ERROR(registry.Register("HamiVgpu", NewHamiVgpu));
   return OkStatus();
 }
 

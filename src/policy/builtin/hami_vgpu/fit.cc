@@ -1,0 +1,243 @@
+#include "policy/builtin/hami_vgpu/fit.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace schedext::policy::hami {
+namespace {
+
+// pkg/scheduler/policy Weight.
+constexpr float kWeight = 10;
+
+bool ContainsNvidia(std::string_view type) {
+  constexpr std::string_view kWord = "nvidia";
+  for (size_t i = 0; i + kWord.size() <= type.size(); ++i) {
+    size_t j = 0;
+    while (j < kWord.size()) {
+      char c = type[i + j];
+      if (c >= 'A' && c <= 'Z') {
+        c = static_cast<char>(c - 'A' + 'a');
+      }
+      if (c != kWord[j]) {
+        break;
+      }
+      ++j;
+    }
+    if (j == kWord.size()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// DeviceListsScore.ComputeScore in float32, as Go computes it. A percentage
+// request adds Totalmem × (percent / 100) in Go's integer arithmetic (the
+// untyped 100.0 becomes an int32): the whole device at 100 %, nothing below.
+float DeviceScore(const Device& d, const DeviceUse& u, const ContainerRequest& r) {
+  int64_t memory = r.memory;
+  if (r.memory_percent != 0 && r.memory_percent != 101) {
+    memory = d.memory * (r.memory_percent / 100);
+  }
+  const float use = static_cast<float>(r.nums + u.used) / static_cast<float>(d.count);
+  const float core = static_cast<float>(r.cores + u.cores) / static_cast<float>(d.cores);
+  const float mem = static_cast<float>(memory + u.memory) / static_cast<float>(d.memory);
+  return kWeight * (use + core + mem);
+}
+
+// DeviceUsageList.Less.
+bool Less(GpuPolicy policy, const Device& a, float score_a, const Device& b, float score_b) {
+  if (policy == GpuPolicy::kBinpack) {
+    if (a.numa == b.numa) {
+      return score_a < score_b;
+    }
+    return a.numa > b.numa;
+  }
+  if (a.numa == b.numa) {
+    return score_a > score_b;
+  }
+  return a.numa < b.numa;
+}
+
+}  // namespace
+
+std::string_view Reason(Misfit misfit) {
+  switch (misfit) {
+    case Misfit::kNone:
+      return "";
+    case Misfit::kTooFewDevices:
+    case Misfit::kSplitsExhausted:
+      return "Insufficient nvidia.com/gpu";
+    case Misfit::kUnhealthy:
+      return "node(s) have no healthy GPU for the request";
+    case Misfit::kTypeMismatch:
+      return "node(s) have no GPU of the requested type or mode";
+    case Misfit::kUuidMismatch:
+      return "node(s) have no GPU of the requested UUIDs";
+    case Misfit::kNuma:
+      return "node(s) cannot place the GPUs on one NUMA node";
+    case Misfit::kMemory:
+      return "Insufficient nvidia.com/gpumem";
+    case Misfit::kCores:
+      return "Insufficient nvidia.com/gpucores";
+    case Misfit::kExclusive:
+      return "node(s) have no GPU free for exclusive use";
+  }
+  return "";
+}
+
+bool Unresolvable(Misfit misfit) {
+  return misfit == Misfit::kTooFewDevices || misfit == Misfit::kUnhealthy ||
+         misfit == Misfit::kTypeMismatch || misfit == Misfit::kUuidMismatch;
+}
+
+int VisibleDevices(std::span<const Device> devices, std::array<int, kMaxDevices>& order) {
+  int n = 0;
+  for (size_t i = 0; i < devices.size() && i < static_cast<size_t>(kMaxDevices); ++i) {
+    if (ContainsNvidia(devices[i].type)) {
+      order[static_cast<size_t>(n++)] = static_cast<int>(i);
+    }
+  }
+  return n;
+}
+
+Misfit FitContainer(std::span<const Device> devices, NodeUse& use,
+                    std::array<int, kMaxDevices>& order, int visible,
+                    const ContainerRequest& request, const PodRules& rules,
+                    GpuPolicy gpu_policy, std::array<Choice, kMaxDevices>& chosen) {
+  if (request.nums > visible) {
+    return Misfit::kTooFewDevices;
+  }
+  // The order HAMi's sort.Sort leaves: Go sorts up to 12 elements by
+  // insertion sort (stable), starting from the previous container's order.
+  std::array<float, kMaxDevices> score{};
+  for (int i = 0; i < visible; ++i) {
+    const size_t d = static_cast<size_t>(order[static_cast<size_t>(i)]);
+    score[d] = DeviceScore(devices[d], use[d], request);
+  }
+  for (int i = 1; i < visible; ++i) {
+    for (int j = i; j > 0; --j) {
+      const size_t a = static_cast<size_t>(order[static_cast<size_t>(j)]);
+      const size_t b = static_cast<size_t>(order[static_cast<size_t>(j - 1)]);
+      if (!Less(gpu_policy, devices[a], score[a], devices[b], score[b])) {
+        break;
+      }
+      std::swap(order[static_cast<size_t>(j)], order[static_cast<size_t>(j - 1)]);
+    }
+  }
+
+  // Fit: the devices from the end of the sorted list.
+  std::array<int, 10> counts{};
+  const auto count = [&](Misfit m, int n = 1) { counts[static_cast<size_t>(m)] += n; };
+  int64_t nums = request.nums;
+  int taken = 0;
+  int64_t prev_numa = -1;
+  const int64_t cores = std::min<int64_t>(request.cores, 100);
+  for (int i = visible - 1; i >= 0; --i) {
+    const size_t d = static_cast<size_t>(order[static_cast<size_t>(i)]);
+    const Device& dev = devices[d];
+    const DeviceUse& u = use[d];
+    if (!dev.healthy) {
+      count(Misfit::kUnhealthy);
+      continue;
+    }
+    // MIG placement is not implemented: a MIG-mode device never fits.
+    if (!TypeAllowed(rules, dev) || dev.mode == "mig") {
+      count(Misfit::kTypeMismatch);
+      continue;
+    }
+    if (rules.numa_bind && prev_numa != dev.numa) {
+      if (nums != request.nums) {
+        count(Misfit::kNuma, taken > 0 ? 1 : 0);
+      }
+      nums = request.nums;
+      prev_numa = dev.numa;
+      taken = 0;
+    }
+    if (!UuidAllowed(rules, dev)) {
+      count(Misfit::kUuidMismatch);
+      continue;
+    }
+    if (dev.count <= u.used) {
+      count(Misfit::kSplitsExhausted);
+      continue;
+    }
+    int64_t memory = request.memory > 0 ? request.memory : 0;
+    if (request.memory_percent != 101 && request.memory == 0) {
+      // int32 arithmetic in Go; devices' memory is int32 and percent <= 100
+      // in practice, so the product stays in range.
+      memory = dev.memory * request.memory_percent / 100;
+    }
+    if (dev.memory - u.memory < memory) {
+      count(Misfit::kMemory);
+      continue;
+    }
+    if (dev.cores - u.cores < cores) {
+      count(Misfit::kCores);
+      continue;
+    }
+    if (dev.cores == 100 && cores == 100 && u.used > 0) {
+      count(Misfit::kExclusive);
+      continue;
+    }
+    if (dev.cores != 0 && u.cores == dev.cores && cores == 0) {
+      count(Misfit::kCores);
+      continue;
+    }
+    if (nums > 0) {
+      --nums;
+      chosen[static_cast<size_t>(taken++)] = Choice{0, static_cast<int>(d), memory, cores};
+    }
+    if (nums == 0) {
+      for (int k = 0; k < taken; ++k) {
+        DeviceUse& target = use[static_cast<size_t>(chosen[static_cast<size_t>(k)].device)];
+        ++target.used;
+        target.memory += chosen[static_cast<size_t>(k)].memory;
+        target.cores += chosen[static_cast<size_t>(k)].cores;
+      }
+      return Misfit::kNone;
+    }
+  }
+  // The most frequent category; ties go to the first in this order.
+  constexpr Misfit kOrder[] = {Misfit::kMemory,      Misfit::kCores,        Misfit::kExclusive,
+                               Misfit::kSplitsExhausted, Misfit::kNuma,   Misfit::kUuidMismatch,
+                               Misfit::kTypeMismatch, Misfit::kUnhealthy};
+  Misfit best = Misfit::kSplitsExhausted;
+  int best_count = 0;
+  for (const Misfit m : kOrder) {
+    if (counts[static_cast<size_t>(m)] > best_count) {
+      best = m;
+      best_count = counts[static_cast<size_t>(m)];
+    }
+  }
+  if (best_count == 0 && taken > 0) {
+    return Misfit::kTooFewDevices;
+  }
+  return best;
+}
+
+int64_t NodeScore(std::span<const Device> devices, const NodeUse& after, NodePolicy policy) {
+  int64_t used = 0, used_cores = 0, used_memory = 0, total = 0, total_cores = 0,
+          total_memory = 0;
+  std::array<int, kMaxDevices> order{};
+  const int visible = VisibleDevices(devices, order);
+  for (int i = 0; i < visible; ++i) {
+    const size_t d = static_cast<size_t>(order[static_cast<size_t>(i)]);
+    used += after[d].used;
+    used_cores += after[d].cores;
+    used_memory += after[d].memory;
+    total += devices[d].count;
+    total_cores += devices[d].cores;
+    total_memory += devices[d].memory;
+  }
+  const auto ratio = [](int64_t a, int64_t b) {
+    return b > 0 ? static_cast<float>(a) / static_cast<float>(b) : 0.0F;
+  };
+  const float raw =
+      kWeight * (ratio(used, total) + ratio(used_cores, total_cores) +
+                 ratio(used_memory, total_memory));
+  // raw is in [0, 30] for a node within its capacity.
+  int64_t score = std::lround(std::clamp(raw, 0.0F, 3 * kWeight) * 100.0F / (3 * kWeight));
+  return policy == NodePolicy::kBinpack ? score : 100 - score;
+}
+
+}  // namespace schedext::policy::hami

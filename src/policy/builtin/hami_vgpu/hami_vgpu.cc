@@ -1,0 +1,307 @@
+#include "policy/builtin/hami_vgpu/hami_vgpu.h"
+
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "policy/args.h"
+#include "policy/builtin/hami_vgpu/accounting.h"
+#include "policy/builtin/hami_vgpu/fit.h"
+#include "policy/builtin/hami_vgpu/inspect.h"
+#include "policy/builtin/hami_vgpu/protocol.h"
+
+namespace schedext::policy {
+namespace {
+
+using hami::Device;
+using hami::FitResult;
+using hami::GpuPolicy;
+using hami::Misfit;
+using hami::NodeDevices;
+using hami::NodePolicy;
+using hami::NodeUse;
+using hami::PodRules;
+using hami::ResourceNames;
+
+constexpr std::string_view kName = "HamiVgpu";
+constexpr std::string_view kNeedsClusterCache =
+    "HamiVgpu needs schedext's cluster cache (no Kubernetes API connection)";
+constexpr std::string_view kNoPreFilterState = "HamiVgpu: Filter ran without PreFilter";
+constexpr std::string_view kNoDevices = "node(s) have no HAMi vGPU devices";
+constexpr std::string_view kNeedsCluster =
+    "the HamiVgpu policy needs the Kubernetes API (it counts vGPUs from the pods' annotations "
+    "and annotates the pods it binds)";
+
+int64_t NowUnix() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// What PreFilter and PreScore read once per request.
+class RequestData final : public StateData {
+ public:
+  bool asks = false;
+  PodRules rules;
+  GpuPolicy gpu_policy = GpuPolicy::kSpread;
+  NodePolicy node_policy = NodePolicy::kBinpack;
+  int64_t now_unix = 0;
+};
+
+bool AsksForVgpus(const model::PodInfo& pod, const ResourceNames& names) {
+  for (const auto* list : {&pod.init_containers, &pod.containers}) {
+    for (const model::ContainerResources& c : *list) {
+      if (hami::RequestOf(c, names).nums > 0) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+class HamiVgpu final : public Policy, public FilterHook, public ScoreHook, public ReserveHook {
+ public:
+  HamiVgpu(ResourceNames names, NodePolicy node_policy, GpuPolicy gpu_policy, NodeStateSlot slot)
+      : names_(std::move(names)), node_policy_(node_policy), gpu_policy_(gpu_policy), slot_(slot) {}
+
+  std::string_view Name() const override { return kName; }
+  model::NodeFields NodeFieldsRead() const override {
+    return model::NodeFields::kAnnotations | model::NodeFields::kResources;
+  }
+  const FilterHook* AsFilter() const override { return this; }
+  const ScoreHook* AsScorer() const override { return this; }
+  const ReserveHook* AsReserver() const override { return this; }
+
+  Status PreFilter(RequestState& state, const model::PodInfo& pod) const override {
+    state.Set(Key(), Prepare(pod));
+    return OkStatus();
+  }
+
+  Verdict Filter(const RequestState& state, const model::PodInfo& pod,
+                 const model::NodeInfo& node) const override {
+    if (node.usage == nullptr) {
+      return Verdict::Error(kNeedsClusterCache);
+    }
+    const RequestData* data = state.GetAs<RequestData>(Key());
+    if (data == nullptr) {
+      return Verdict::Error(kNoPreFilterState);
+    }
+    if (!data->asks) {
+      return Verdict::Success();
+    }
+    NodeDevices devices;
+    if (!DevicesOf(node, data->now_unix, devices)) {
+      return Verdict::Unresolvable(kNoDevices);
+    }
+    const FitResult fit = Place(node, devices, pod, *data, [](const hami::Choice&) {});
+    if (fit.misfit == Misfit::kNone) {
+      return Verdict::Success();
+    }
+    return hami::Unresolvable(fit.misfit) ? Verdict::Unresolvable(hami::Reason(fit.misfit))
+                                          : Verdict::Unschedulable(hami::Reason(fit.misfit));
+  }
+
+  Status PreScore(RequestState& state, const model::PodInfo& pod,
+                  NodeSpan /*nodes*/) const override {
+    if (state.Get(Key()) == nullptr) {
+      state.Set(Key(), Prepare(pod));
+    }
+    return OkStatus();
+  }
+
+  int64_t Score(const RequestState& state, const model::PodInfo& pod,
+                const model::NodeInfo& node) const override {
+    const RequestData* data = state.GetAs<RequestData>(Key());
+    if (data == nullptr || !data->asks || node.usage == nullptr) {
+      return 0;
+    }
+    NodeDevices devices;
+    if (!DevicesOf(node, data->now_unix, devices)) {
+      return 0;
+    }
+    const FitResult fit = Place(node, devices, pod, *data, [](const hami::Choice&) {});
+    if (fit.misfit != Misfit::kNone) {
+      return 0;
+    }
+    return hami::NodeScore(devices.view(), fit.after, data->node_policy);
+  }
+
+  Status Reserve(const model::PodInfo& pod, const model::NodeInfo& node,
+                 PodAnnotations& out) const override {
+    const std::unique_ptr<RequestData> data = Prepare(pod);
+    if (!data->asks) {
+      return OkStatus();
+    }
+    if (node.usage == nullptr) {
+      return FailedPreconditionError(std::string(kNeedsClusterCache));
+    }
+    NodeDevices devices;
+    if (!DevicesOf(node, data->now_unix, devices)) {
+      return FailedPreconditionError("node " + std::string(node.name) +
+                                     " has no HAMi vGPU devices");
+    }
+    std::vector<hami::Choice> choices;
+    const FitResult fit = Place(node, devices, pod, *data,
+                                [&](const hami::Choice& c) { choices.push_back(c); });
+    if (fit.misfit != Misfit::kNone) {
+      return FailedPreconditionError("the pod no longer fits on node " + std::string(node.name) +
+                                     ": " + std::string(hami::Reason(fit.misfit)));
+    }
+    const size_t containers = pod.init_containers.size() + pod.containers.size();
+    std::string encoded;
+    std::vector<hami::ChosenDevice> chosen;
+    size_t next = 0;
+    for (size_t c = 0; c < containers; ++c) {
+      chosen.clear();
+      for (; next < choices.size() && choices[next].container == c; ++next) {
+        const hami::Choice& choice = choices[next];
+        chosen.push_back({devices.devices[static_cast<size_t>(choice.device)].uuid, choice.memory,
+                          choice.cores});
+      }
+      hami::AppendContainer(chosen, encoded);
+    }
+    const std::string now = std::to_string(data->now_unix);
+    out.emplace_back(std::string(hami::kToAllocateAnnotation), encoded);
+    out.emplace_back(std::string(hami::kAllocatedAnnotation), encoded);
+    out.emplace_back(std::string(hami::kAssignedNodeAnnotation), std::string(node.name));
+    out.emplace_back(std::string(hami::kAssignedTimeAnnotation), now);
+    out.emplace_back(std::string(hami::kBindTimeAnnotation), now);
+    out.emplace_back(std::string(hami::kBindPhaseAnnotation),
+                     std::string(hami::kBindPhaseAllocating));
+    return OkStatus();
+  }
+
+ private:
+  const void* Key() const { return static_cast<const FilterHook*>(this); }
+
+  std::unique_ptr<RequestData> Prepare(const model::PodInfo& pod) const {
+    auto data = std::make_unique<RequestData>();
+    data->asks = AsksForVgpus(pod, names_);
+    data->rules = hami::RulesOf(pod.annotations);
+    data->node_policy = node_policy_;
+    data->gpu_policy = gpu_policy_;
+    // A pod's own policy wins when it names one HAMi knows.
+    if (const std::optional<std::string_view> p = pod.annotations.Find(hami::kNodePolicyAnnotation)) {
+      if (*p == "binpack") data->node_policy = NodePolicy::kBinpack;
+      if (*p == "spread") data->node_policy = NodePolicy::kSpread;
+    }
+    if (const std::optional<std::string_view> p = pod.annotations.Find(hami::kGpuPolicyAnnotation)) {
+      if (*p == "binpack") data->gpu_policy = GpuPolicy::kBinpack;
+      if (*p == "spread") data->gpu_policy = GpuPolicy::kSpread;
+    }
+    data->now_unix = NowUnix();
+    return data;
+  }
+
+  // The node's usable devices; false when it has none.
+  bool DevicesOf(const model::NodeInfo& node, int64_t now_unix, NodeDevices& out) const {
+    const std::optional<std::string_view> text = node.annotations.Find(hami::kRegisterAnnotation);
+    if (!text.has_value() || !hami::DecodeRegister(*text, out) || out.size == 0) {
+      return false;
+    }
+    const std::optional<std::string_view> handshake =
+        node.annotations.Find(hami::kHandshakeAnnotation);
+    // HAMi keeps a node whose handshake expired while the kubelet still
+    // reports the count resource.
+    return !(handshake.has_value() && hami::HandshakeStale(*handshake, now_unix) &&
+             node.allocatable.Get(names_.count) <= 0);
+  }
+
+  template <typename OnChosen>
+  FitResult Place(const model::NodeInfo& node, const NodeDevices& devices,
+                  const model::PodInfo& pod, const RequestData& data, OnChosen&& on_chosen) const {
+    NodeUse use;
+    hami::UseOf(static_cast<const hami::VgpuNodeState*>(node.usage->states.Get(slot_)),
+                devices.view(), use);
+    return hami::FitPod(devices.view(), use, pod, names_, data.rules, data.gpu_policy,
+                        std::forward<OnChosen>(on_chosen));
+  }
+
+  const ResourceNames names_;
+  const NodePolicy node_policy_;
+  const GpuPolicy gpu_policy_;
+  const NodeStateSlot slot_;
+};
+
+struct SharedState {
+  NodeStateSlot slot = 0;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Policy>> NewHamiVgpu(const nlohmann::json& args,
+                                              const PolicyContext& context) {
+  SCHEDEXT_ASSIGN_OR_RETURN(
+      ArgsReader reader,
+      ArgsReader::Make(args, context.args_path,
+                       {"nodeSchedulerPolicy", "gpuSchedulerPolicy", "resourceCountName",
+                        "resourceMemoryName", "resourceMemoryPercentageName", "resourceCoreName",
+                        "defaultMemory", "defaultCores"}));
+  SCHEDEXT_ASSIGN_OR_RETURN(std::optional<std::string_view> node_policy,
+                            reader.Enum("nodeSchedulerPolicy", {"binpack", "spread"}));
+  SCHEDEXT_ASSIGN_OR_RETURN(std::optional<std::string_view> gpu_policy,
+                            reader.Enum("gpuSchedulerPolicy", {"binpack", "spread"}));
+  ResourceNames names;
+  const std::pair<std::string_view, std::string ResourceNames::*> fields[] = {
+      {"resourceCountName", &ResourceNames::count},
+      {"resourceMemoryName", &ResourceNames::memory},
+      {"resourceMemoryPercentageName", &ResourceNames::memory_percentage},
+      {"resourceCoreName", &ResourceNames::cores},
+  };
+  for (const auto& [key, field] : fields) {
+    SCHEDEXT_ASSIGN_OR_RETURN(std::optional<std::string> value, reader.String(key));
+    if (value.has_value()) {
+      if (value->empty()) {
+        return reader.FieldError(key, "must not be empty");
+      }
+      names.*field = std::move(*value);
+    }
+  }
+  SCHEDEXT_ASSIGN_OR_RETURN(std::optional<int64_t> default_memory,
+                            reader.Int("defaultMemory", 0, std::numeric_limits<int32_t>::max()));
+  SCHEDEXT_ASSIGN_OR_RETURN(std::optional<int64_t> default_cores,
+                            reader.Int("defaultCores", 0, 100));
+  names.default_memory = default_memory.value_or(0);
+  names.default_cores = default_cores.value_or(0);
+  const NodePolicy node = node_policy.value_or("binpack") == "spread" ? NodePolicy::kSpread
+                                                                      : NodePolicy::kBinpack;
+  const GpuPolicy gpu =
+      gpu_policy.value_or("spread") == "binpack" ? GpuPolicy::kBinpack : GpuPolicy::kSpread;
+  NodeStateSlot slot = std::numeric_limits<NodeStateSlot>::max();
+  if (context.handle != nullptr) {
+    PolicyHandle& handle = *context.handle;
+    SCHEDEXT_ASSIGN_OR_RETURN(
+        std::shared_ptr<SharedState> shared,
+        handle.Shared<SharedState>(kName, [&]() -> StatusOr<std::shared_ptr<SharedState>> {
+          auto made = std::make_shared<SharedState>();
+          SCHEDEXT_ASSIGN_OR_RETURN(
+              made->slot, handle.AddNodeAccounting(std::make_shared<hami::VgpuAccounting>()));
+          handle.RequireCluster(std::string(kNeedsCluster));
+          const NodeStateSlot made_slot = made->slot;
+          PolicyHandle* h = &handle;
+          // The first profile's count resource names the handshake exception.
+          SCHEDEXT_RETURN_IF_ERROR(handle.AddGetRoute(
+              "/hami/inspect",
+              [h, made_slot, count = names.count](std::string_view name, std::string& body) {
+                const std::shared_ptr<const ClusterView> view = h->Snapshot();
+                return hami::HamiInspect(view.get(), made_slot, count, NowUnix(), name, body);
+              }));
+          handle.AddMetrics([h, made_slot, count = names.count](std::string& out) {
+            const std::shared_ptr<const ClusterView> view = h->Snapshot();
+            hami::AppendHamiMetrics(view.get(), made_slot, count, NowUnix(), out);
+          });
+          return made;
+        }));
+    slot = shared->slot;
+  }
+  return std::unique_ptr<Policy>(
+      std::make_unique<HamiVgpu>(std::move(names), node, gpu, slot));
+}
+
+}  // namespace schedext::policy

@@ -1,0 +1,185 @@
+// End to end, HAMi vGPU sharing: the real kube-scheduler with the shipped
+// deploy/hami/kube-scheduler-config.yaml (schedulerName hami-scheduler,
+// managedResources nvidia.com/gpu checked and HAMi's per-vGPU amounts left to
+// schedext, bindVerb, node-cache mode) and the real schedext with the
+// shipped deploy/hami/schedext.yaml, as its ServiceAccount with deploy/hami's
+// RBAC, against the real kube-apiserver. Nodes carry the annotations and the
+// nvidia.com/gpu capacity HAMi's device plugin writes.
+//
+// Asserted: where each vGPU pod lands; the exact HAMi annotations schedext
+// writes before its Binding (what HAMi's device plugin allocates from); that
+// no device holds more than its memory or split count; that a pod fitting
+// no device stays Pending with FailedScheduling counting nodes per fixed
+// reason; that deleting a pod frees its device for the pending one.
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "control_plane/e2e_suite.h"
+#include "control_plane/scheduler_e2e.h"
+
+namespace schedext::testing::e2e {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kHamiConfig = "deploy/hami/kube-scheduler-config.yaml";
+constexpr std::string_view kHamiScheduler = "hami-scheduler";
+
+class HamiE2eTest : public E2eSuite {
+ protected:
+  static void SetUpTestSuite() {
+    ControlPlaneOptions options;
+    options.rbac_manifests = {"deploy/base/namespace.yaml", "deploy/base/serviceaccount.yaml",
+                              "deploy/base/rbac.yaml", "deploy/hami/rbac.yaml"};
+    StartE2e(std::move(options), [] { return ReadSourceFile("deploy/hami/schedext.yaml"); });
+  }
+
+  void SetUp() override {
+    E2eSuite::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    if (cp().scheduler().pid <= 0) {
+      ASSERT_NO_FATAL_FAILURE(StartScheduler(kHamiConfig, {}, "/hami"));
+    }
+  }
+
+  // A node whose device plugin registered `devices` GPUs of `memory` MiB,
+  // each split `splits` ways (text form), advertising devices × splits
+  // nvidia.com/gpu as HAMi's plugin does; devices 0 means none registered.
+  void AddVgpuNode(const std::string& suffix, int devices, int splits, int memory) {
+    ASSERT_NO_FATAL_FAILURE(AddNode(
+        suffix, {{"cpu", "8"}, {"memory", "32Gi"}, {"nvidia.com/gpu", std::to_string(8)}}));
+    if (devices == 0) return;
+    std::string text;
+    for (int d = 0; d < devices; ++d) {
+      text += Uuid(suffix, d) + "," + std::to_string(splits) + "," + std::to_string(memory) +
+              ",100,NVIDIA-A10,0,true," + std::to_string(d) + ",hami-core:";
+    }
+    json patch;
+    patch["metadata"]["annotations"]["hami.io/node-nvidia-register"] = text;
+    patch["metadata"]["annotations"]["hami.io/node-handshake"] = "Reported_2026-01-01 00:00:00";
+    const auto r = cp().AdminRequest("PATCH", "/api/v1/nodes/" + Node(suffix), patch.dump());
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->status, 200) << r->body;
+    memory_ = memory;
+    splits_ = splits;
+  }
+  std::string Uuid(const std::string& suffix, int device) const {
+    return "GPU-" + ns_ + "-" + suffix + "-" + std::to_string(device);
+  }
+
+  void CreateVgpuPod(const std::string& name, int memory) {
+    PodSpec p = Pod(name, {{"cpu", "100m"}});
+    p.scheduler_name = std::string(kHamiScheduler);
+    p.limits = {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", std::to_string(memory)}};
+    ASSERT_NO_FATAL_FAILURE(Create(p));
+  }
+
+  // Waits for `names` to be bound and checks HAMi's annotations on each:
+  // both allocation annotations name one registered device with the pod's
+  // memory and 0 cores, the node is the bound one, bind phase allocating,
+  // the times Unix seconds of this test. Returns pod -> device UUID.
+  std::map<std::string, std::string> ExpectBound(const std::vector<std::string>& names,
+                                                 int memory) {
+    const auto bound = WaitForNodeNames(cp(), ns_, names, kScheduleTimeout);
+    EXPECT_EQ(bound.size(), names.size()) << ::testing::PrintToString(bound);
+    std::map<std::string, std::string> devices;
+    for (const auto& [name, node] : bound) {
+      const json a = GetPod(cp(), ns_, name)["metadata"].value("annotations", json::object());
+      const std::string allocation = a.value("hami.io/vgpu-devices-to-allocate", "");
+      EXPECT_EQ(a.value("hami.io/vgpu-devices-allocated", ""), allocation) << name;
+      const size_t comma = allocation.find(',');
+      const std::string uuid = allocation.substr(0, comma);
+      EXPECT_EQ(allocation, uuid + ",NVIDIA," + std::to_string(memory) + ",0:;") << name;
+      EXPECT_EQ(uuid.rfind("GPU-" + ns_ + "-", 0), 0U) << name << ": " << allocation;
+      EXPECT_EQ(a.value("hami.io/vgpu-node", ""), node) << name;
+      EXPECT_EQ(a.value("hami.io/bind-phase", ""), "allocating") << name;
+      for (const char* key : {"hami.io/vgpu-time", "hami.io/bind-time"}) {
+        const std::string t = a.value(key, "0");
+        EXPECT_GE(std::stoll(t), started_s_) << name << " " << key;
+        EXPECT_LE(std::stoll(t), NowS()) << name << " " << key;
+      }
+      devices[name] = uuid;
+    }
+    return devices;
+  }
+
+  // vGPUs and memory per device over this test's bound pods, from their
+  // annotations: never more than a device holds.
+  void ExpectNoDeviceOverAllocated() const {
+    std::map<std::string, std::pair<int, int>> used;
+    for (const json& pod : ListPods(cp(), ns_)) {
+      if (pod["spec"].value("nodeName", "").empty()) continue;
+      const std::string allocation =
+          pod["metadata"].value("annotations", json::object()).value(
+              "hami.io/vgpu-devices-allocated", "");
+      if (allocation.empty()) continue;
+      const size_t c1 = allocation.find(',');
+      const size_t c2 = allocation.find(',', c1 + 1);
+      const size_t c3 = allocation.find(',', c2 + 1);
+      auto& u = used[allocation.substr(0, c1)];
+      ++u.first;
+      u.second += std::stoi(allocation.substr(c2 + 1, c3 - c2 - 1));
+    }
+    for (const auto& [uuid, u] : used) {
+      EXPECT_LE(u.first, splits_) << uuid;
+      EXPECT_LE(u.second, memory_) << uuid;
+    }
+  }
+
+  static int64_t NowS() {
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+
+  const int64_t started_s_ = NowS();
+  int memory_ = 0;
+  int splits_ = 0;
+};
+
+// Two 8000 MiB devices split 4 ways on one node, and a node advertising
+// nvidia.com/gpu without any registered device. Four 3000 MiB pods fit two
+// per device (memory, not splits, is the limit); the fifth fits nowhere and
+// stays Pending, its event counting each node under one fixed reason;
+// deleting a pod lets it in, on the freed device.
+TEST_F(HamiE2eTest, VgpuPodsGetHamisAnnotationsAndNoDeviceOverflows) {
+  ASSERT_NO_FATAL_FAILURE(AddVgpuNode("a", 2, 4, 8000));
+  ASSERT_NO_FATAL_FAILURE(AddVgpuNode("bare", 0, 0, 0));
+  const std::vector<std::string> first = {"p0", "p1", "p2", "p3"};
+  for (const std::string& name : first) {
+    ASSERT_NO_FATAL_FAILURE(CreateVgpuPod(name, 3000));
+  }
+  const auto devices = ExpectBound(first, 3000);
+  ASSERT_EQ(devices.size(), first.size());
+  std::map<std::string, int> per_device;
+  for (const auto& [pod, uuid] : devices) ++per_device[uuid];
+  EXPECT_EQ(per_device, (std::map<std::string, int>{{Uuid("a", 0), 2}, {Uuid("a", 1), 2}}));
+  ExpectNoDeviceOverAllocated();
+  const auto binders = Binders(first);
+  for (const std::string& name : first) {
+    EXPECT_EQ(binders.count(name) ? binders.at(name) : "(none)", cp().schedext_user()) << name;
+  }
+
+  ASSERT_NO_FATAL_FAILURE(CreateVgpuPod("late", 3000));
+  const auto message = WaitUnschedulable(cp(), ns_, "late", kScheduleTimeout);
+  ASSERT_TRUE(message.has_value()) << GetPod(cp(), ns_, "late").dump();
+  Note("3000 MiB pod: " + *message);
+  EXPECT_NE(message->find("1 Insufficient nvidia.com/gpumem"), std::string::npos) << *message;
+  EXPECT_NE(message->find("1 node(s) have no HAMi vGPU devices"), std::string::npos)
+      << *message;
+
+  const std::string freed = devices.at("p0");
+  ASSERT_TRUE(cp().Delete("/api/v1/namespaces/" + ns_ + "/pods/p0").ok());
+  const auto late = ExpectBound({"late"}, 3000);
+  ASSERT_EQ(late.size(), 1U);
+  EXPECT_EQ(late.at("late"), freed);
+  ExpectNoDeviceOverAllocated();
+}
+
+}  // namespace
+}  // namespace schedext::testing::e2e
