@@ -71,40 +71,8 @@ bool Filter3Passed(const HttpReply& reply) {
          body.value("Error", std::string("x")).empty();
 }
 
-// A PodBinder that blocks every Bind until released, like an API server that
-// hangs.
-class BlockingBinder final : public cluster::PodBinder {
- public:
-  Status Bind(const cluster::BindRequest&) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    ++entered_;
-    cv_.notify_all();
-    cv_.wait_for(lock, std::chrono::seconds(20), [this] { return released_; });
-    return OkStatus();
-  }
-  bool WaitEntered(int n) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, std::chrono::seconds(10), [&] { return entered_ >= n; });
-  }
-  void Release() {
-    std::lock_guard<std::mutex> lock(mu_);
-    released_ = true;
-    cv_.notify_all();
-  }
-  int entered() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return entered_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int entered_ = 0;
-  bool released_ = false;
-};
-
-// A filter policy that holds every request in PreFilter until released,
-// like a request whose decode or decision takes long.
+// Holds every caller of Hold() until released: a filter policy (RegisterIn)
+// whose request takes as long as the test likes, or a hanging API server.
 class Gate {
  public:
   void Hold() const {
@@ -125,6 +93,10 @@ class Gate {
   bool released() const {
     std::lock_guard<std::mutex> lock(mu_);
     return released_;
+  }
+  int entered() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return entered_;
   }
 
   // Registers policy "Gate" in `registry`, held by this gate.
@@ -160,6 +132,22 @@ class Gate {
   mutable std::condition_variable cv_;
   mutable int entered_ = 0;
   bool released_ = false;
+};
+
+// A PodBinder that blocks every Bind until released, like an API server that
+// hangs.
+class BlockingBinder final : public cluster::PodBinder {
+ public:
+  Status Bind(const cluster::BindRequest&) override {
+    gate_.Hold();
+    return OkStatus();
+  }
+  bool WaitEntered(int n) { return gate_.WaitEntered(n); }
+  int entered() const { return gate_.entered(); }
+  void Release() { gate_.Release(); }
+
+ private:
+  Gate gate_;
 };
 
 // A server on 127.0.0.1:<free port>, serving on its own thread until Stop()

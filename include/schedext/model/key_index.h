@@ -52,22 +52,8 @@ class KeyIndex {
     if (count_ == 0) {
       return kNotFound;
     }
-    const uint64_t hash = HashKey(key);
-    const uint32_t tag = static_cast<uint32_t>(hash);
-    const size_t mask = slots_.size() - 1;
-    size_t probes = 0;
-    for (size_t i = hash & mask;; i = (i + 1) & mask) {
-      ++probes;
-      const Slot& slot = slots_[i];
-      if (slot.position_plus_one == 0) {
-        CountKeyProbes(probes);
-        return kNotFound;
-      }
-      if (slot.tag == tag && key_at(slot.position_plus_one - 1) == key) {
-        CountKeyProbes(probes);
-        return slot.position_plus_one - 1;
-      }
-    }
+    // An empty slot's position_plus_one - 1 is kNotFound.
+    return slots_[SlotOf(key, HashKey(key), key_at)].position_plus_one - 1;
   }
 
   // The position whose key equals `key`; when there is none, records that
@@ -78,23 +64,13 @@ class KeyIndex {
       Grow(count_ + 1);
     }
     const uint64_t hash = HashKey(key);
-    const uint32_t tag = static_cast<uint32_t>(hash);
-    const size_t mask = slots_.size() - 1;
-    size_t probes = 0;
-    for (size_t i = hash & mask;; i = (i + 1) & mask) {
-      ++probes;
-      Slot& slot = slots_[i];
-      if (slot.position_plus_one == 0) {
-        CountKeyProbes(probes);
-        slot = Slot{position + 1, tag};
-        ++count_;
-        return kNotFound;
-      }
-      if (slot.tag == tag && key_at(slot.position_plus_one - 1) == key) {
-        CountKeyProbes(probes);
-        return slot.position_plus_one - 1;
-      }
+    Slot& slot = slots_[SlotOf(key, hash, key_at)];
+    if (slot.position_plus_one != 0) {
+      return slot.position_plus_one - 1;
     }
+    slot = Slot{position + 1, static_cast<uint32_t>(hash)};
+    ++count_;
+    return kNotFound;
   }
 
   // Records that `position` holds `key`, which no indexed position holds.
@@ -131,6 +107,25 @@ class KeyIndex {
 
   // A power of two with room for n at a load of at most one half.
   static size_t CapacityFor(size_t n);
+
+  // The slot holding `key` (whose hash is `hash`), or the empty slot where
+  // it would go. The slots must not be full (the load is at most one half).
+  template <typename KeyAt>
+  size_t SlotOf(std::string_view key, uint64_t hash, const KeyAt& key_at) const {
+    const uint32_t tag = static_cast<uint32_t>(hash);
+    const size_t mask = slots_.size() - 1;
+    size_t probes = 1;
+    size_t i = hash & mask;
+    for (;; i = (i + 1) & mask, ++probes) {
+      const Slot& slot = slots_[i];
+      if (slot.position_plus_one == 0 ||
+          (slot.tag == tag && key_at(slot.position_plus_one - 1) == key)) {
+        break;
+      }
+    }
+    CountKeyProbes(probes);
+    return i;
+  }
 
   // Doubles the slots as needed for n positions. The bucket of a position
   // is its hash's low bits, which its tag keeps: no key is read again.
