@@ -35,7 +35,7 @@ class HamiE2eTest : public E2eSuite {
   static void SetUpTestSuite() {
     ControlPlaneOptions options;
     options.rbac_manifests = {"deploy/base/namespace.yaml", "deploy/base/serviceaccount.yaml",
-                              "deploy/base/rbac.yaml", "deploy/hami/rbac.yaml"};
+                              "deploy/base/rbac.yaml"};
     StartE2e(std::move(options), [] { return ReadSourceFile("deploy/hami/schedext.yaml"); });
   }
 
