@@ -11,14 +11,11 @@
 // must not depend on how many nodes it has: the same request over 100 and over
 // 1,000 nodes must make exactly as many. Any allocation or lock in a per-node
 // hook or in the profile's loops makes the 1,000-node count larger.
-#include <dlfcn.h>
 #include <gtest/gtest.h>
-#include <pthread.h>
 
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
-#include <new>
 #include <span>
 #include <string>
 #include <string_view>
@@ -34,63 +31,16 @@
 #include "schedext/wire/decoder.h"
 #include "schedext/wire/object_decoder.h"
 #include "schedext/wire/request_buffer.h"
-
-namespace {
-
-thread_local bool t_counting = false;
-thread_local size_t t_allocations = 0;
-thread_local size_t t_locks = 0;
-
-}  // namespace
-
-#if !defined(__SANITIZE_ADDRESS__)
-#define SCHEDEXT_COUNTING_HOOKS 1
-// Replaceable allocation functions: every other form (array, nothrow, sized
-// delete) forwards to these in libstdc++. g++ 12 takes malloc/free inside a
-// replaced operator new/delete for a mismatch once they are inlined.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void* operator new(size_t size) {
-  if (t_counting) {
-    ++t_allocations;
-  }
-  void* p = std::malloc(size == 0 ? 1 : size);
-  if (p == nullptr) {
-    throw std::bad_alloc();
-  }
-  return p;
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t /*size*/) noexcept { std::free(p); }
-#pragma GCC diagnostic pop
-
-// std::mutex::lock and every pthread-based lock end here.
-extern "C" int pthread_mutex_lock(pthread_mutex_t* mutex) {
-  using Lock = int (*)(pthread_mutex_t*);
-  static const Lock real = reinterpret_cast<Lock>(dlsym(RTLD_NEXT, "pthread_mutex_lock"));
-  if (t_counting) {
-    ++t_locks;
-  }
-  return real(mutex);
-}
-#endif
+#include "testing/counting_hooks.h"
 
 namespace schedext {
 namespace {
 
-struct Counts {
-  size_t allocations = 0;
-  size_t locks = 0;
-};
+using Counts = testing::AllocationAndLockCounts;
 
 template <typename Fn>
 Counts Count(Fn&& fn) {
-  t_allocations = 0;
-  t_locks = 0;
-  t_counting = true;
-  fn();
-  t_counting = false;
-  return {t_allocations, t_locks};
+  return testing::CountAllocationsAndLocks(fn);
 }
 
 constexpr size_t kNodes = 1000;

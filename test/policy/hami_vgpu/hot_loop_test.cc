@@ -4,14 +4,11 @@
 // global operator new and interposes pthread_mutex_lock, counting only on
 // the thread that armed them (as test/pipeline/hot_loop_test.cc does for the
 // built-in profiles).
-#include <dlfcn.h>
 #include <gtest/gtest.h>
-#include <pthread.h>
 
 #include <cstdlib>
 #include <deque>
 #include <memory>
-#include <new>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -20,46 +17,14 @@
 #include "policy/builtin/hami_vgpu/hami_vgpu.h"
 #include "policy/builtin/hami_vgpu/protocol.h"
 #include "schedext/policy/policy_host.h"
+#include "testing/counting_hooks.h"
 #include "testing/model_builders.h"
 
-#if !defined(__SANITIZE_ADDRESS__)
-#define HAMI_COUNTING 1
-namespace {
-thread_local bool t_armed = false;
-thread_local size_t t_allocations = 0;
-thread_local size_t t_locks = 0;
-}  // namespace
-
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void* operator new(size_t size) {
-  if (t_armed) {
-    ++t_allocations;
-  }
-  void* p = std::malloc(size == 0 ? 1 : size);
-  if (p == nullptr) {
-    throw std::bad_alloc();
-  }
-  return p;
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t /*size*/) noexcept { std::free(p); }
-#pragma GCC diagnostic pop
-
-extern "C" int pthread_mutex_lock(pthread_mutex_t* mutex) {
-  using Lock = int (*)(pthread_mutex_t*);
-  static const Lock real = reinterpret_cast<Lock>(dlsym(RTLD_NEXT, "pthread_mutex_lock"));
-  if (t_armed) {
-    ++t_locks;
-  }
-  return real(mutex);
-}
-#endif
 
 namespace schedext::policy {
 namespace {
 
-#if !defined(HAMI_COUNTING)
+#if !defined(SCHEDEXT_COUNTING_HOOKS)
 TEST(HamiVgpuHotLoopTest, NoAllocationOrLockPerNode) {
   GTEST_SKIP() << "the sanitizer owns operator new; counted in the plain build";
 }
@@ -154,16 +119,14 @@ TEST(HamiVgpuHotLoopTest, NoAllocationOrLockPerNode) {
     ASSERT_TRUE(policy.AsScorer()->PreScore(state, pod, pointers).ok());
     size_t passed = 0;
     int64_t score_sum = 0;
-    t_allocations = 0;
-    t_locks = 0;
-    t_armed = true;
-    for (const model::NodeInfo* node : pointers) {
-      passed += policy.AsFilter()->Filter(state, pod, *node).ok() ? 1 : 0;
-      score_sum += policy.AsScorer()->Score(state, pod, *node);
-    }
-    t_armed = false;
-    EXPECT_EQ(t_allocations, 0U);
-    EXPECT_EQ(t_locks, 0U);
+    const testing::AllocationAndLockCounts counts = testing::CountAllocationsAndLocks([&] {
+      for (const model::NodeInfo* node : pointers) {
+        passed += policy.AsFilter()->Filter(state, pod, *node).ok() ? 1 : 0;
+        score_sum += policy.AsScorer()->Score(state, pod, *node);
+      }
+    });
+    EXPECT_EQ(counts.allocations, 0U);
+    EXPECT_EQ(counts.locks, 0U);
     // The nodes exercise both answers.
     EXPECT_GT(passed, 0U);
     EXPECT_LT(passed, pointers.size());
