@@ -27,13 +27,6 @@ namespace beast = http::beast;
 namespace net = http::net;
 using tcp = net::ip::tcp;
 
-int IoThreads(const config::ServerConfig& c) {
-  if (c.threads > 0) {
-    return c.threads;
-  }
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-}
-
 }  // namespace
 
 // One io_context per I/O thread, each run by that thread alone: a connection
@@ -49,7 +42,7 @@ int IoThreads(const config::ServerConfig& c) {
 struct HttpServer::Impl {
   Impl(const ExtenderService& service, Metrics* metrics, HttpServerOptions o)
       : options(std::move(o)),
-        threads(IoThreads(options.server)),
+        threads(http::ServerCore::IoThreads(options.server)),
         accept_context(1),
         iocs(MakeContexts(threads)),
         core(options.server, service, metrics, options) {}

@@ -128,14 +128,16 @@ struct ServerCore {
         binds(c.bind_threads, static_cast<size_t>(c.max_pending_binds)),
         // A connection has at most one request in flight, so maxConnections
         // bounds the queue; a refused post runs on the I/O thread instead.
-        large_verbs(VerbThreads(c), static_cast<size_t>(std::max(c.max_connections, 1))),
+        large_verbs(IoThreads(c), static_cast<size_t>(std::max(c.max_connections, 1))),
         transport_warnings(
             LogLimiter::Options{10.0, 20, "warnings about refused or broken connections"}, metrics) {
     limits.max_header_bytes = c.max_header_bytes;
     limits.max_body_bytes = c.max_body_bytes;
   }
 
-  static int VerbThreads(const config::ServerConfig& c) {
+  // server.threads, 0 meaning one per core: the I/O threads, and as many
+  // for large verbs.
+  static int IoThreads(const config::ServerConfig& c) {
     return c.threads > 0 ? c.threads
                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   }
