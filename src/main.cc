@@ -658,6 +658,8 @@ int main(int argc, char** argv) {
       [&host](const schedext::model::PodInfo& pod, std::string_view node) {
         host.NotifyPodBound(pod, node);
       });
+  const schedext::explain::ExplainVerb explain_verb;
+  service.SetExplain(&explain_verb);
   schedext::server::HttpServerOptions options;
   options.server = config.server;
   options.version = SCHEDEXT_VERSION;
@@ -699,7 +701,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     recorder = std::move(started).value();
-    service.SetRecorder(recorder.get());
+    service.SetObserver(recorder.get());
     metrics.AddExtra([r = recorder.get()](std::string& out) { r->AppendMetrics(out); });
     spdlog::info("recording to {} (sample rate {}; at most {} files of {} bytes)",
                  config.server.record.dir, config.server.record.sample_rate,

@@ -171,6 +171,8 @@ int ExplainCommand(const std::vector<std::string>& args, std::ostream& out, std:
   }
   server::ExtenderService service(loaded->profiles, loaded->default_profile, cache->get(), nullptr,
                                   nullptr);
+  const explain::ExplainVerb explain_verb;
+  service.SetExplain(&explain_verb);
   const int profile = service.FindProfile(flags.profile);
   if (profile < 0) {
     err << "schedext explain: no profile \"" << flags.profile << "\" in " << flags.config << "\n";

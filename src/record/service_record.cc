@@ -1,37 +1,36 @@
-// ExtenderService::RecordExchange: the recorder's hook at the end of Handle.
-// On the request thread, so it only samples (sizes checked before any copy)
-// and, for a sampled request, copies the bodies and the pointers to what the cache lent the
-// request; the recorder's thread does the rest (record/recorder.h).
+// Recorder::OnExchange: the recorder's hook at the end of ExtenderService's
+// Handle. On the request thread, so it only samples (sizes checked before any
+// copy) and, for a sampled request, copies the bodies and the pointers to what
+// the cache lent the request; the recorder's thread does the rest.
 #include <chrono>
 #include <string>
+#include <utility>
 
 #include "schedext/policy/recorded_state.h"
 #include "schedext/record/recorder.h"
-#include "schedext/server/service.h"
 #include "schedext/wire/encoder.h"
 
-namespace schedext::server {
+namespace schedext::record {
 
-void ExtenderService::RecordExchange(Verb verb, const pipeline::Profile& profile,
-                                     const wire::RequestBuffer& body, const Scratch& s,
-                                     std::string_view out, int http_status,
-                                     std::chrono::steady_clock::time_point start) const {
+void Recorder::OnExchange(const server::HandledExchange& x) {
+  using server::Verb;
+  const server::Scratch& s = x.scratch;
   // Undecodable bodies cannot be replayed; explain is not a verb.
-  if (verb == Verb::kExplain || http_status == 400 ||
-      !recorder_->Sample(VerbName(verb), body.size() + wire::SplicedSize(out, s.reply_splices))) {
+  if (x.verb == Verb::kExplain || x.http_status == 400 ||
+      !Sample(server::VerbName(x.verb),
+              x.body.size() + wire::SplicedSize(x.reply, s.reply_splices))) {
     return;
   }
-  record::Exchange e;
-  e.verb = VerbName(verb);
-  e.profile = profile.name();
-  e.status = http_status;
+  Exchange e;
+  e.verb = server::VerbName(x.verb);
+  e.profile = x.profile.name();
+  e.status = x.http_status;
   e.latency_micros = std::chrono::duration_cast<std::chrono::microseconds>(
-                         std::chrono::steady_clock::now() - start)
+                         std::chrono::steady_clock::now() - x.start)
                          .count();
-  e.request.assign(body.data(), body.size());
-  e.reply.clear();
-  wire::AppendSpliced(out, s.reply_splices, e.reply);
-  const bool args = verb == Verb::kFilter || verb == Verb::kPrioritize;
+  e.request.assign(x.body.data(), x.body.size());
+  wire::AppendSpliced(x.reply, s.reply_splices, e.reply);
+  const bool args = x.verb == Verb::kFilter || x.verb == Verb::kPrioritize;
   if (args && s.snapshot != nullptr && !s.args.node_names.empty()) {
     e.snapshot = s.snapshot;
     if (s.args.mode == wire::NodeMode::kNodeNames) {
@@ -43,7 +42,7 @@ void ExtenderService::RecordExchange(Verb verb, const pipeline::Profile& profile
       }
     }
   }
-  if (verb == Verb::kPreempt && s.snapshot != nullptr && http_status == 200) {
+  if (x.verb == Verb::kPreempt && s.snapshot != nullptr && x.http_status == 200) {
     // The candidates' nodes, and the victims the cache knew (the pods in a
     // full-pods request are in its body already).
     e.snapshot = s.snapshot;
@@ -58,16 +57,16 @@ void ExtenderService::RecordExchange(Verb verb, const pipeline::Profile& profile
       }
     }
   }
-  if (verb != Verb::kBind) {
+  if (x.verb != Verb::kBind) {
     // What the stateful policies saw: the RequestState the verb ran with.
-    const policy::RequestState& state = verb == Verb::kPrioritize ? s.score.state : s.state;
-    for (const auto& policy : profile.policies()) {
+    const policy::RequestState& state = x.verb == Verb::kPrioritize ? s.score.state : s.state;
+    for (const auto& policy : x.profile.policies()) {
       if (const policy::RequestStateRecorder* r = policy::AsStateRecorder(*policy)) {
         e.policy_states.emplace_back(std::string(policy->Name()), r->Capture(state));
       }
     }
   }
-  recorder_->Enqueue(std::move(e));
+  Enqueue(std::move(e));
 }
 
-}  // namespace schedext::server
+}  // namespace schedext::record

@@ -95,12 +95,24 @@ int ExtenderService::Handle(Verb verb, size_t profile_index, const wire::Request
     case Verb::kBind:
       http_status = Bind(profile, body, scratch, out, summary);
       break;
-    case Verb::kExplain:  // src/explain/explain_service.cc
-      http_status = Explain(profile, body, scratch, out, summary);
+    case Verb::kExplain:
+      if (explain_ != nullptr) {
+        http_status = explain_->Handle(*this, profile, body, scratch, out, summary);
+      } else {
+        summary.error = "explain is not served here";
+        wire::AppendErrorBody(summary.error, out);
+        http_status = 404;
+      }
       break;
   }
-  if (recorder_ != nullptr) {
-    RecordExchange(verb, profile, body, scratch, out, http_status, start);
+  if (observer_ != nullptr) {
+    observer_->OnExchange(HandledExchange{.verb = verb,
+                                          .profile = profile,
+                                          .body = body,
+                                          .scratch = scratch,
+                                          .reply = out,
+                                          .http_status = http_status,
+                                          .start = start});
   }
   if (cache_ != nullptr) {
     // The reply is encoded: nothing points into the snapshot any more, and an

@@ -19,6 +19,7 @@
 #include "policy/builtin/nodeload/bind_ledger.h"
 #include "policy/builtin/nodeload/load_poller.h"
 #include "policy/builtin/nodeload/nodeload.h"
+#include "schedext/explain/explain.h"
 #include "schedext/policy/policy_host.h"
 #include "schedext/server/service.h"
 
@@ -136,6 +137,7 @@ class ExplainGpuShareTest : public ::testing::Test {
     ASSERT_NO_FATAL_FAILURE(Feed());
     service_ =
         std::make_unique<server::ExtenderService>(profiles, 0, cache_.get(), nullptr, nullptr);
+    service_->SetExplain(&explain_verb_);
   }
 
   // g1: a 6 GiB on device 0, b 3 GiB on device 1; g2: c 7 GiB on device 0.
@@ -147,6 +149,7 @@ class ExplainGpuShareTest : public ::testing::Test {
 
   policy::PolicyHost host_;
   std::unique_ptr<cluster::ClusterCache> cache_;
+  const explain::ExplainVerb explain_verb_;
   std::unique_ptr<server::ExtenderService> service_;
   std::string out_;
 };
@@ -292,9 +295,11 @@ class ExplainNodeLoadTest : public ::testing::Test {
     cache_ = CacheWith(Nodes(), {BoundPod()});
     service_ =
         std::make_unique<server::ExtenderService>(profiles, 0, cache_.get(), nullptr, nullptr);
+    service_->SetExplain(&explain_verb_);
   }
 
   std::unique_ptr<cluster::ClusterCache> cache_;
+  const explain::ExplainVerb explain_verb_;
   std::unique_ptr<server::ExtenderService> service_;
   std::string out_;
 };

@@ -37,6 +37,7 @@ class ExplainTest : public ::testing::Test {
     metrics_ = std::make_unique<server::Metrics>(std::vector<std::string>{"all", "packing"});
     service_ = std::make_unique<server::ExtenderService>(profiles, 0, cache_.get(), nullptr,
                                                          metrics_.get());
+    service_->SetExplain(&explain_verb_);
   }
 
   int Call(Verb verb, std::string_view profile, const std::string& body) {
@@ -49,6 +50,7 @@ class ExplainTest : public ::testing::Test {
 
   std::unique_ptr<cluster::ClusterCache> cache_;
   std::unique_ptr<server::Metrics> metrics_;
+  const explain::ExplainVerb explain_verb_;
   std::unique_ptr<server::ExtenderService> service_;
   server::Scratch scratch_;
   std::string out_;
@@ -246,6 +248,7 @@ TEST_F(ExplainTest, WithoutTheCacheResourceScorersFailAsPrioritizeWould) {
   // PreScore; explain reports prioritize's error and ranks nothing.
   auto profiles = BuildProfiles(kConfig);
   server::ExtenderService service(profiles, 0, nullptr, nullptr, nullptr);
+  service.SetExplain(&explain_verb_);
   wire::RequestBuffer body =
       wire::RequestBuffer::CopyOf(ExtenderArgsJson(Pod(), Nodes(), ArgsShape::kFullNodes));
   server::RequestSummary summary;
@@ -309,6 +312,8 @@ TEST(ExplainAgreesTest, WithTheVerbsOnRecordedRequests) {
   }
   auto profiles = BuildProfiles(kConfig);
   server::ExtenderService service(profiles, 0, cache.get(), nullptr, nullptr);
+  const explain::ExplainVerb explain_verb;
+  service.SetExplain(&explain_verb);
   server::Scratch scratch;
   std::string out;
   server::RequestSummary summary;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "explain/explain_fixture.h"
+#include "schedext/explain/explain.h"
 #include "schedext/record/record_file.h"
 #include "schedext/server/service.h"
 
@@ -89,7 +90,8 @@ class RecorderTest : public ::testing::Test {
     recorder_ = std::move(started).value();
     service_ =
         std::make_unique<server::ExtenderService>(profiles_, 0, cache_.get(), nullptr, nullptr);
-    service_->SetRecorder(recorder_.get());
+    service_->SetExplain(&explain_verb_);
+    service_->SetObserver(recorder_.get());
   }
 
   int Call(Verb verb, std::string_view profile, const std::string& body) {
@@ -103,6 +105,7 @@ class RecorderTest : public ::testing::Test {
   std::unique_ptr<cluster::ClusterCache> cache_;
   std::vector<std::shared_ptr<const pipeline::Profile>> profiles_;
   std::unique_ptr<Recorder> recorder_;
+  const explain::ExplainVerb explain_verb_;
   std::unique_ptr<server::ExtenderService> service_;
   server::Scratch scratch_;
   std::string out_;

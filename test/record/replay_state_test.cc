@@ -141,7 +141,7 @@ class ReplayGpuShareTest : public ::testing::Test {
     auto recorder = Recorder::Start(options);
     ASSERT_TRUE(recorder.ok()) << recorder.status().ToString();
     server::ExtenderService service(live.profiles, 0, &cache, nullptr, nullptr);
-    service.SetRecorder(recorder->get());
+    service.SetObserver(recorder->get());
     server::Scratch scratch;
     std::string out;
     server::RequestSummary summary;
@@ -439,7 +439,7 @@ class ReplayNodeLoadTest : public ::testing::Test {
     auto recorder = Recorder::Start(options);
     ASSERT_TRUE(recorder.ok()) << recorder.status().ToString();
     server::ExtenderService service({*profile}, 0, cache.get(), nullptr, nullptr);
-    service.SetRecorder(recorder->get());
+    service.SetObserver(recorder->get());
     server::Scratch scratch;
     std::string out;
     server::RequestSummary summary;

@@ -85,7 +85,7 @@ class ReplayTest : public ::testing::Test {
     auto recorder = Recorder::Start(options);
     ASSERT_TRUE(recorder.ok()) << recorder.status().ToString();
     server::ExtenderService service(profiles, 0, cache.get(), nullptr, nullptr);
-    service.SetRecorder(recorder->get());
+    service.SetObserver(recorder->get());
     server::Scratch scratch;
     std::string out;
     server::RequestSummary summary;

@@ -44,6 +44,7 @@
 #include "schedext/cluster/cache.h"
 #include "schedext/pipeline/explain.h"
 #include "schedext/pipeline/profile.h"
+#include "schedext/server/service.h"
 #include "schedext/status.h"
 #include "schedext/wire/messages.h"
 
@@ -52,6 +53,19 @@ namespace schedext::explain {
 // The reason filter gives for node names the cluster cache does not know
 // (the same text as the verbs').
 inline constexpr std::string_view kUnknownNode = "node(s) unknown to schedext";
+
+// POST /<profile>/explain (ExtenderService::SetExplain): the body is a filter
+// or prioritize body, in either node mode; its nodes are resolved as the verbs
+// resolve them (ExtenderService::ResolveNodes) and the profile explains them
+// all (Profile::Explain). Answers the document above, 400 for a body that
+// does not decode, 503 before the cache has synced. Stateless: one instance
+// serves every thread.
+class ExplainVerb final : public server::VerbHandler {
+ public:
+  int Handle(const server::ExtenderService& service, const pipeline::Profile& profile,
+             const wire::RequestBuffer& body, server::Scratch& s, std::string& out,
+             server::RequestSummary& summary) const override;
+};
 
 // Appends the document for `args` explained by `profile`: `explanation.nodes[k]`
 // is the request's node `node_index[k]`; request nodes not in `node_index` are

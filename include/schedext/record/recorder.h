@@ -47,6 +47,7 @@
 #include "schedext/model/node_info.h"
 #include "schedext/model/pod_info.h"
 #include "schedext/policy/node_accounting.h"
+#include "schedext/server/service.h"
 #include "schedext/status.h"
 
 namespace schedext::policy {
@@ -105,12 +106,12 @@ struct RecorderStats {
   uint64_t bytes_written = 0;
 };
 
-class Recorder {
+class Recorder final : public server::ExchangeObserver {
  public:
   // Creates the directory if needed and starts the writer thread.
   static StatusOr<std::unique_ptr<Recorder>> Start(RecorderOptions options);
   // Writes what is queued, then stops the writer.
-  ~Recorder();
+  ~Recorder() override;
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
 
@@ -122,6 +123,9 @@ class Recorder {
   bool Sample(std::string_view verb, size_t body_bytes);
   // Queues a sampled exchange; never blocks on the writer.
   void Enqueue(Exchange exchange);
+  // The service's hook (ExtenderService::SetObserver): samples the exchange
+  // and enqueues a copy of what replay needs (record/service_record.cc).
+  void OnExchange(const server::HandledExchange& exchange) override;
 
   RecorderStats stats() const;
   // schedext_record_* series in the Prometheus text format.

@@ -30,10 +30,6 @@
 #include "schedext/wire/messages.h"
 #include "schedext/wire/request_buffer.h"
 
-namespace schedext::record {
-class Recorder;  // record/recorder.h
-}
-
 namespace schedext::server {
 
 class LogLimiter;  // src/server/request_log.h
@@ -91,6 +87,41 @@ struct RequestSummary {
   std::string error;  // empty when the request succeeded
 };
 
+class ExtenderService;
+
+// What one Handle call ran, as an ExchangeObserver sees it. Everything is
+// borrowed from the call and valid only during OnExchange.
+struct HandledExchange {
+  Verb verb;
+  const pipeline::Profile& profile;
+  const wire::RequestBuffer& body;
+  const Scratch& scratch;  // the decoded request, its resolved nodes and snapshot
+  std::string_view reply;  // with scratch.reply_splices: the reply body
+  int http_status;
+  std::chrono::steady_clock::time_point start;  // when Handle began
+};
+
+// Watches the exchanges the service handles (record/'s Recorder). Called at
+// the end of every Handle, on the request thread, before the cluster
+// snapshot is released: it must be cheap (sample, then copy what it keeps)
+// and must not throw.
+class ExchangeObserver {
+ public:
+  virtual ~ExchangeObserver() = default;
+  virtual void OnExchange(const HandledExchange& exchange) = 0;
+};
+
+// A verb served by a layer above the server over the same request resolution
+// as the extender verbs: explain/'s POST /<profile>/explain. Handle decodes
+// and resolves through the service's DecodeExtenderArgs and ResolveNodes.
+class VerbHandler {
+ public:
+  virtual ~VerbHandler() = default;
+  virtual int Handle(const ExtenderService& service, const pipeline::Profile& profile,
+                     const wire::RequestBuffer& body, Scratch& s, std::string& out,
+                     RequestSummary& summary) const = 0;
+};
+
 class ExtenderService {
  public:
   // `profiles` non-empty; `default_profile` indexes it. `cache` and `binder`
@@ -119,9 +150,28 @@ class ExtenderService {
   int Handle(Verb verb, size_t profile_index, const wire::RequestBuffer& body, Scratch& scratch,
              std::string& out, RequestSummary& summary) const;
 
-  // Records a sample of the exchanges (server.record; record/recorder.h);
-  // null: nothing is recorded. Set before serving; must outlive the service.
-  void SetRecorder(record::Recorder* recorder) { recorder_ = recorder; }
+  // Told of every exchange (server.record: record/recorder.h); null: none.
+  // Set before serving; must outlive the service.
+  void SetObserver(ExchangeObserver* observer) { observer_ = observer; }
+  // Serves Verb::kExplain (explain/explain.h's ExplainVerb); null: explain
+  // answers 404. Set before serving; must outlive the service.
+  void SetExplain(const VerbHandler* explain) { explain_ = explain; }
+
+  // The prologue shared by filter, prioritize and explain: decodes the
+  // ExtenderArgs in `body` into s.args and fills the summary's pod and node
+  // count. A body that does not decode, or that sends nodes without a pod, is
+  // a bad request: its message goes to summary.error and, through
+  // `append_error` (the verb's error shape), to `out`; then false (answer 400).
+  // Full-mode nodes get the blocks the profile's policies read.
+  bool DecodeExtenderArgs(const pipeline::Profile& profile, const wire::RequestBuffer& body,
+                          Scratch& s, std::string& out, RequestSummary& summary,
+                          void (*append_error)(std::string_view, std::string&)) const;
+  // Fills s.nodes / s.node_index for the decoded ExtenderArgs: the request's
+  // node objects (with the cache's usage), or the cache's nodes for names
+  // (unknown names left out; s.resolved has one entry per name). Loads the
+  // cluster snapshot into s.snapshot. kUnavailable before the cache has
+  // synced, or for names without a cache.
+  Status ResolveNodes(Scratch& s) const;
 
  private:
   int Filter(const pipeline::Profile& profile, const wire::RequestBuffer& body, Scratch& s,
@@ -132,30 +182,9 @@ class ExtenderService {
               std::string& out, RequestSummary& summary) const;
   int Bind(const pipeline::Profile& profile, const wire::RequestBuffer& body, Scratch& s,
            std::string& out, RequestSummary& summary) const;
-  // POST /<profile>/explain; defined in src/explain/explain_service.cc.
-  int Explain(const pipeline::Profile& profile, const wire::RequestBuffer& body, Scratch& s,
-              std::string& out, RequestSummary& summary) const;
-  // End of Handle, before the snapshot is released: a sampled enqueue to
-  // recorder_ (src/record/service_record.cc).
-  void RecordExchange(Verb verb, const pipeline::Profile& profile,
-                      const wire::RequestBuffer& body, const Scratch& s, std::string_view out,
-                      int http_status, std::chrono::steady_clock::time_point start) const;
-  // The prologue shared by filter, prioritize and explain: decodes the
-  // ExtenderArgs in `body` into s.args and fills the summary's pod and node
-  // count. A body that does not decode, or that sends nodes without a pod, is
-  // a bad request: its message goes to summary.error and, through
-  // `append_error` (the verb's error shape), to `out`; then false (answer 400).
-  // Full-mode nodes get the blocks the profile's policies read.
-  bool DecodeExtenderArgs(const pipeline::Profile& profile, const wire::RequestBuffer& body,
-                          Scratch& s, std::string& out, RequestSummary& summary,
-                          void (*append_error)(std::string_view, std::string&)) const;
   // Loads the cluster snapshot into s.snapshot: kUnavailable before the cache
   // has synced; OK and null without a cache.
   Status LoadSnapshot(Scratch& s) const;
-  // Fills s.nodes / s.node_index for the decoded ExtenderArgs: the request's
-  // node objects (with the cache's usage), or the cache's nodes for names
-  // (unknown names left out).
-  Status ResolveNodes(Scratch& s) const;
 
   std::vector<std::shared_ptr<const pipeline::Profile>> profiles_;
   size_t default_profile_;
@@ -166,7 +195,8 @@ class ExtenderService {
   // Rate limits of the request warnings (counted in metrics_).
   std::unique_ptr<LogLimiter> bad_request_log_;
   std::unique_ptr<LogLimiter> failed_request_log_;
-  record::Recorder* recorder_ = nullptr;
+  ExchangeObserver* observer_ = nullptr;
+  const VerbHandler* explain_ = nullptr;
 };
 
 }  // namespace schedext::server
