@@ -13,7 +13,7 @@ if (plot_name eq "names") {
   set title "Names mode: p50 latency per profile and verb (log scale; lower is better)"
   set ylabel "p50 (ms)"
   set logscale y
-  set yrange [0.1:20]
+  set autoscale y
   set style data histograms
   set style histogram clustered gap 1
   set style fill solid 0.85 border -1
@@ -31,7 +31,7 @@ if (plot_name eq "full") {
   set logscale xy
   set autoscale xfix
   set offsets graph 0.15, graph 0.15, 0, 0
-  set yrange [10:10000]
+  set autoscale y
   set key top left
   plot data using 1:2:xtic(1) with linespoints lw 2 pt 7 ps 1.4 lc rgb "#1f77b4", \
        '' using 1:3 with linespoints lw 2 pt 5 ps 1.4 lc rgb "#d62728", \
