@@ -2,7 +2,8 @@
 // Go extenders are: encoding/json into structs with the Kubernetes field
 // names, a filter and a prioritize over the nodes, replies with encoding/json,
 // net/http. Standard library only. It is the "typical Go extender" that
-// bench/run measures schedext against, in the same run, on the same bodies.
+// bench/prod and bench/ab measure schedext against, in the same run, on the
+// same bodies.
 //
 //	go-baseline --listen 127.0.0.1:PORT [--directory full-N.json]
 //
