@@ -1,11 +1,11 @@
 // Routing, running and reply heads of the listener; see http_exchange.h.
 #include "server/http_exchange.h"
 
-#include <malloc.h>
 #include <time.h>
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <charconv>
 #include <exception>
 #include <optional>
@@ -151,84 +151,6 @@ std::string_view HttpDate() {
 
 }  // namespace
 
-std::unique_ptr<Worker> WorkerPool::Acquire(uint64_t body_bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (body_bytes > keep_bytes_ && large_ != nullptr) {
-    return std::move(large_);
-  }
-  if (!idle_.empty()) {
-    std::unique_ptr<Worker> w = std::move(idle_.back());
-    idle_.pop_back();
-    return w;
-  }
-  return std::make_unique<Worker>(decoder_);
-}
-
-size_t WorkerPool::BufferBytes(const Worker& w) const {
-  return std::max({w.body.capacity(), w.out.capacity(), DecodedBytes(w)});
-}
-
-size_t WorkerPool::DecodedBytes(const Worker& w) {
-  // The objects themselves, not what their labels and lists point to: a
-  // lower bound, and what a body of many tiny nodes inflates most.
-  const Scratch& s = w.scratch;
-  return s.args.nodes.capacity() * sizeof(model::NodeInfo) +
-         s.preemption.nodes.capacity() * sizeof(wire::VictimsView) +
-         s.nodes.capacity() * sizeof(const model::NodeInfo*) +
-         s.resolved.capacity() * sizeof(const model::NodeInfo*) +
-         s.failed.capacity() * sizeof(wire::FailedNode) +
-         s.host_scores.capacity() * sizeof(wire::HostScore);
-}
-
-void WorkerPool::ReturnMemory() {
-#ifdef __GLIBC__
-  // glibc keeps freed memory in its arenas; a large request's hundreds of
-  // MB would stay resident until the next one needed them.
-  malloc_trim(0);
-#endif
-}
-
-void WorkerPool::Shrink(Worker& w) const {
-  w.body.ShrinkTo(keep_bytes_);
-  w.scratch.decoder.ShrinkTo(keep_bytes_);
-  if (w.out.capacity() > keep_bytes_) {
-    std::string().swap(w.out);
-  }
-}
-
-void WorkerPool::Release(std::unique_ptr<Worker> w) {
-  // A request that ended before its body was decoded (a closed connection, a
-  // refusal) may leave a walk of that body running: it ends before the body
-  // is touched.
-  w->scratch.decoder.Settle();
-  w->out.clear();
-  w->scratch.reply_splices.clear();
-  w->head.clear();
-  if (BufferBytes(*w) > keep_bytes_) {
-    // Kept aside only when its decoded nodes take less than its body, as
-    // real nodes' do (a 5,000-node body: 59 MB, its NodeInfos a few MB); a
-    // body of many tiny nodes (600,000 in 19 MB) would keep hundreds of MB.
-    if (keep_large_ && DecodedBytes(*w) <= w->body.capacity()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (large_ == nullptr || BufferBytes(*w) >= BufferBytes(*large_)) {
-        std::swap(large_, w);  // `w` now holds the smaller set, if any
-      }
-    }
-    if (w != nullptr) {
-      // Freed whole, its request's scratch with it, outside the lock:
-      // freeing ~150 MB takes a while.
-      w.reset();
-      ReturnMemory();
-    }
-    return;
-  }
-  Shrink(*w);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (idle_.size() < kMaxIdleWorkers) {
-    idle_.push_back(std::move(w));
-  }
-}
-
 Route Router::Resolve(std::string_view method, std::string_view path,
                       const std::optional<std::string_view>& content_type,
                       bool status_only) const {
@@ -365,6 +287,84 @@ Outcome Router::Run(const Route& route, Worker& w) const {
       break;
   }
   return outcome;
+}
+
+void Exchange::Begin(const RequestHead& head, bool status_only) {
+  End();
+  http10_ = head.minor_version == 0;
+  route_ = router_.Resolve(head.method, head.path, head.content_type, status_only);
+  route_.head_only = head.method == "HEAD";
+  outcome_ = Outcome{};
+  worker_ = workers_.Acquire(head.content_length);
+  worker_->body.Clear();
+  offer_body_ = head.framing == BodyFraming::kContentLength && route_.kind == Route::Kind::kVerb &&
+                (route_.verb == Verb::kFilter || route_.verb == Verb::kPrioritize);
+}
+
+void Exchange::BodyProgress(uint64_t content_length) {
+  if (offer_body_) {
+    offer_body_ = worker_->scratch.decoder.DecodeWhileReceiving(worker_->body, content_length,
+                                                                route_.node_fields);
+  }
+}
+
+Exchange::RunOn Exchange::Received() {
+  if (route_.kind != Route::Kind::kVerb) {
+    return RunOn::kIoThread;
+  }
+  if (route_.verb == Verb::kBind) {
+    worker_->scratch.bind_not_after = std::chrono::steady_clock::now() +
+                                      std::chrono::milliseconds(config_.bind_deadline_millis);
+    return RunOn::kBindPool;
+  }
+  return worker_->body.size() >= config_.offload_body_bytes ? RunOn::kLargeVerbPool
+                                                            : RunOn::kIoThread;
+}
+
+void Exchange::Run() { outcome_ = router_.Run(route_, *worker_); }
+
+void Exchange::Refuse(int status, std::string_view message) {
+  if (worker_ == nullptr) {
+    worker_ = workers_.Acquire(0);
+  }
+  route_ = Route{};
+  outcome_ = Outcome{status, "application/json"};
+  ErrorBody(message, worker_->out);
+}
+
+const std::vector<std::string_view>& Exchange::Reply(bool keep_alive) {
+  Worker& w = *worker_;
+  const std::vector<wire::ReplySplice>& splices = w.scratch.reply_splices;
+  w.head.clear();
+  AppendReplyHead(outcome_.status, outcome_.content_type, wire::SplicedSize(w.out, splices),
+                  keep_alive, keep_alive && http10_, route_.allow, w.head);
+  reply_.clear();
+  reply_.push_back(w.head);
+  if (route_.head_only) {
+    return reply_;
+  }
+  // A filter reply: the envelope from `out`, the passing nodes (or long runs
+  // of passing names) from the request body, gathered by the kernel instead
+  // of copied into `out` first.
+  const std::string_view out = w.out;
+  size_t from = 0;
+  for (const wire::ReplySplice& splice : splices) {
+    if (splice.at > from) {
+      reply_.push_back(out.substr(from, splice.at - from));
+    }
+    reply_.push_back(splice.bytes);
+    from = splice.at;
+  }
+  if (out.size() > from) {
+    reply_.push_back(out.substr(from));
+  }
+  return reply_;
+}
+
+void Exchange::End() {
+  if (worker_ != nullptr) {
+    workers_.Release(std::move(worker_));
+  }
 }
 
 void ErrorBody(std::string_view message, std::string& out) {

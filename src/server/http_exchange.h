@@ -1,17 +1,21 @@
-// What the listener does with one parsed request, apart from moving bytes:
-// routing (decided from the head alone, before the body is read), running the
-// route against the received body, and writing the reply's head. No sockets
-// here, so all of it runs the same under plain TCP and TLS.
+// One request of a connection, apart from moving its bytes: the route
+// (decided from the head alone, before any body byte is read), the request's
+// buffers, running the route on the received body, and the reply's bytes.
+// The session (http_session.h) reads and writes and keeps the deadlines; it
+// talks to one Exchange per connection, reused request after request. No
+// sockets here, so all of it runs the same under plain TCP and TLS.
 //
 // Routes: POST /<verb> and /<profile>/<verb> (filter, prioritize, preempt,
-// bind); GET/HEAD /healthz, /readyz, /version, /metrics and the extra
-// HttpServerOptions::get_routes. A wrong method answers 405 with Allow, an
-// unknown path or profile 404, a non-JSON Content-Type on a verb 415, each with
-// a JSON {"Error": ...} body. The status listener serves only the four fixed
-// GET routes.
+// bind, explain); GET/HEAD /healthz, /readyz, /version, /metrics and the
+// extra HttpServerOptions::get_routes. A wrong method answers 405 with Allow,
+// an unknown path or profile 404, a non-JSON Content-Type on a verb 415, each
+// with a JSON {"Error": ...} body. The status listener serves only the four
+// fixed GET routes.
 //
-// Thread-safety: Router is immutable after construction and its methods may
-// run on any number of threads; WorkerPool is internally locked.
+// Thread-safety: Router is immutable after construction and may run on any
+// number of threads. An Exchange belongs to its session: called on the
+// session's io_context, except Run, which may run on a pool thread while the
+// session waits for it.
 #ifndef SCHEDEXT_SRC_SERVER_HTTP_EXCHANGE_H_
 #define SCHEDEXT_SRC_SERVER_HTTP_EXCHANGE_H_
 
@@ -23,68 +27,16 @@
 #include <string_view>
 #include <vector>
 
+#include "schedext/config/config.h"
 #include "schedext/model/node_fields.h"
 #include "schedext/server/http_server.h"
 #include "schedext/server/metrics.h"
 #include "schedext/server/service.h"
 #include "schedext/wire/request_buffer.h"
+#include "server/http_framing.h"
+#include "server/worker_pool.h"
 
 namespace schedext::server::http {
-
-// The buffers of one request, from its head to its written reply: the body
-// (straight from the socket, with simdjson's padding), the service's scratch
-// (JSON parser and vectors), the reply head and body. The reply body is `out`
-// with scratch.reply_splices inserted: a full-mode filter reply's nodes, and
-// a names-mode one's long runs of names, are written from `body` itself,
-// which therefore lives until the reply is written.
-struct Worker {
-  explicit Worker(const wire::DecoderOptions& decoder) : scratch(decoder) {}
-
-  wire::RequestBuffer body;
-  Scratch scratch;
-  std::string head;
-  std::string out;
-};
-
-// Reuses Workers across requests, so steady-state requests do not allocate.
-//
-// Buffers up to keep_bytes are kept with their worker. A 5,000-node full-mode
-// filter needs ~150 MB of body, parser and reply; allocated afresh per request
-// a third of its latency went on page faults, and kept with every worker it
-// would be multiplied by every connection that ever sent one. So (keep_large)
-// one worker with larger buffers is kept aside and handed to the next request
-// whose Content-Length needs it; the other large ones are freed whole when
-// given back, and the freed memory is handed back to the system. What stays
-// is at most kMaxIdleWorkers workers of keep_bytes each, and the one large
-// set.
-class WorkerPool {
- public:
-  WorkerPool(size_t keep_bytes, bool keep_large, const wire::DecoderOptions& decoder)
-      : keep_bytes_(keep_bytes), keep_large_(keep_large), decoder_(decoder) {}
-  WorkerPool(const WorkerPool&) = delete;
-  WorkerPool& operator=(const WorkerPool&) = delete;
-
-  // A worker for a request whose body is `body_bytes` long (0 when unknown).
-  std::unique_ptr<Worker> Acquire(uint64_t body_bytes);
-  // After the reply has been written.
-  void Release(std::unique_ptr<Worker> worker);
-
- private:
-  static constexpr size_t kMaxIdleWorkers = 64;
-  // The largest of the worker's buffers and of the objects its request
-  // decoded (DecodedBytes).
-  size_t BufferBytes(const Worker& w) const;
-  static size_t DecodedBytes(const Worker& w);
-  void Shrink(Worker& w) const;
-  static void ReturnMemory();
-
-  const size_t keep_bytes_;
-  const bool keep_large_;
-  const wire::DecoderOptions decoder_;  // each new worker's
-  std::mutex mu_;
-  std::vector<std::unique_ptr<Worker>> idle_;  // guarded by mu_
-  std::unique_ptr<Worker> large_;              // guarded by mu_
-};
 
 // The route of a request, from its method and path.
 struct Route {
@@ -128,6 +80,64 @@ class Router {
   const ExtenderService& service_;
   Metrics* metrics_;
   const HttpServerOptions& options_;
+};
+
+// One request at a time: Begin with its head, the body read into body(),
+// Received when it is complete, then Run (or Refuse), Reply, and End once the
+// reply is written.
+class Exchange {
+ public:
+  Exchange(const Router& router, WorkerPool& workers, const config::ServerConfig& config)
+      : router_(router), workers_(workers), config_(config) {}
+  ~Exchange() { End(); }
+  Exchange(const Exchange&) = delete;
+  Exchange& operator=(const Exchange&) = delete;
+
+  // A request whose head is `head` (its views are not kept): resolves the
+  // route and takes buffers sized for the body its Content-Length announces.
+  void Begin(const RequestHead& head, bool status_only);
+  // The buffer the body is read into (after Begin).
+  wire::RequestBuffer& body() { return worker_->body; }
+  // More of a `content_length` body has arrived: a filter or prioritize body
+  // is offered to the decoder meanwhile (RequestDecoder::DecodeWhileReceiving),
+  // until it declines.
+  void BodyProgress(uint64_t content_length);
+
+  // Where Run belongs. Bind calls the Kubernetes API: ServerCore::binds. A
+  // verb with a body from server.offloadBodyBytes up would hold its I/O
+  // thread, and every other connection on it: ServerCore::large_verbs.
+  enum class RunOn { kIoThread, kBindPool, kLargeVerbPool };
+  // The body is complete (or there is none). Starts a bind's deadline
+  // (server.bindDeadlineMillis): kube-scheduler's clock for the request started
+  // about now, a bind's body being small.
+  RunOn Received();
+  // Runs the route on the received body.
+  void Run();
+  // Answers `status` {"Error": message} instead of running the route; also
+  // for a head refused before Begin.
+  void Refuse(int status, std::string_view message);
+  // The reply, in pieces to write in order: status line and header fields,
+  // then the body, parts of it straight from the request body (a filter
+  // reply's passing nodes). Valid until End. `keep_alive` false adds
+  // `Connection: close`; an HTTP/1.0 client kept alive is told so.
+  const std::vector<std::string_view>& Reply(bool keep_alive);
+  // The reply has been written, or the connection has failed: the buffers go
+  // back to the pool.
+  void End();
+
+  int status() const { return outcome_.status; }
+
+ private:
+  const Router& router_;
+  WorkerPool& workers_;
+  const config::ServerConfig& config_;
+  Route route_;
+  Outcome outcome_;
+  bool http10_ = false;
+  // A filter or prioritize body still offered to the decoder as it arrives.
+  bool offer_body_ = false;
+  std::unique_ptr<Worker> worker_;
+  std::vector<std::string_view> reply_;  // Reply's pieces, kept for the next one
 };
 
 // {"Error": message}\n into `out`.

@@ -17,7 +17,8 @@
 // time (async_shutdown sends close_notify and waits for the peer's at most
 // that long); the plain-HTTP refusal lingers as a refused head does.
 //
-// Only http_server.cc includes this header: it pulls in Asio SSL and Beast.
+// Only the listener (http_server.cc, http_session.cc) includes this header:
+// it pulls in Asio SSL and Beast.
 #ifndef SCHEDEXT_SRC_SERVER_TLS_SESSION_H_
 #define SCHEDEXT_SRC_SERVER_TLS_SESSION_H_
 
@@ -118,6 +119,9 @@ struct StreamOps<TlsStream> {
   static void Shutdown(TlsStream& stream, Handler&& handler) {
     stream.async_shutdown(std::forward<Handler>(handler));
   }
+  // Declined: the ciphertext still due can be less than the plaintext still
+  // due (records the TLS layer has buffered), so no low-water bound is safe.
+  static bool SetReceiveLowWater(TlsStream&, size_t) { return false; }
 
  private:
   template <class Handler>
