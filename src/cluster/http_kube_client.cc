@@ -3,13 +3,18 @@
 // client certificate and host verification are OpenSSL's (client_tls.h).
 #include "schedext/cluster/http_kube_client.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <openssl/ssl.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -67,25 +72,39 @@ struct ConnectionProbe {
   uint64_t response_bytes = 0;  // plain: bytes read; TLS: application-data records
 };
 
-// A Stream that counts what is read through it and reads the socket in
-// large chunks: the library asks for 4 KB at a time (a poll and a recv each,
-// two syscalls per 4 KB of a LIST page); served from `buffer` instead, a
-// 2.8 MB page takes ~11 recv calls when the data is there. Bytes are only
-// read ahead within the current response's process_socket call, as the
-// library's own 4 KB buffer does (no pipelining, so nothing follows it).
-class CountingStream final : public httplib::Stream {
+// The plain connection's stream, over the socket the library opened: reads
+// the socket in large chunks and counts what arrives. The library's own
+// stream asks for 4 KB at a time (a poll and a recv each, two syscalls per
+// 4 KB of a LIST page); served from `buffer` instead, a 2.8 MB page takes ~11
+// recv calls when the data is there. Bytes are only read ahead within the
+// current response's process_socket call (no pipelining, so nothing follows
+// the response). Each wait for the socket is bounded by the client's read or
+// write timeout, as the library's stream's are.
+class PlainSocketStream final : public httplib::Stream {
  public:
-  CountingStream(httplib::Stream& inner, ConnectionProbe& probe, std::vector<char>& buffer)
-      : inner_(inner), probe_(probe), buffer_(buffer) {}
+  PlainSocketStream(socket_t fd, std::chrono::microseconds read_timeout,
+                    std::chrono::microseconds write_timeout, ConnectionProbe& probe,
+                    std::vector<char>& buffer)
+      : fd_(fd),
+        read_timeout_(read_timeout),
+        write_timeout_(write_timeout),
+        probe_(probe),
+        buffer_(buffer) {}
 
-  bool is_readable() const override { return begin_ < end_ || inner_.is_readable(); }
-  bool is_writable() const override { return inner_.is_writable(); }
+  bool is_readable() const override { return begin_ < end_ || Wait(POLLIN, read_timeout_); }
+  bool is_writable() const override { return Wait(POLLOUT, write_timeout_); }
   ssize_t read(char* ptr, size_t size) override {
     if (begin_ == end_) {
+      if (!Wait(POLLIN, read_timeout_)) {
+        return -1;
+      }
       if (buffer_.size() < kReadChunk) {
         buffer_.resize(kReadChunk);
       }
-      const ssize_t n = inner_.read(buffer_.data(), buffer_.size());
+      ssize_t n;
+      do {
+        n = ::recv(fd_, buffer_.data(), buffer_.size(), 0);
+      } while (n < 0 && errno == EINTR);
       if (n <= 0) {
         return n;
       }
@@ -98,17 +117,62 @@ class CountingStream final : public httplib::Stream {
     begin_ += take;
     return static_cast<ssize_t>(take);
   }
-  ssize_t write(const char* ptr, size_t size) override { return inner_.write(ptr, size); }
+  ssize_t write(const char* ptr, size_t size) override {
+    if (!Wait(POLLOUT, write_timeout_)) {
+      return -1;
+    }
+    ssize_t n;
+    do {
+      n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    return n;
+  }
   void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    inner_.get_remote_ip_and_port(ip, port);
+    Address(::getpeername, ip, port);
   }
   void get_local_ip_and_port(std::string& ip, int& port) const override {
-    inner_.get_local_ip_and_port(ip, port);
+    Address(::getsockname, ip, port);
   }
-  socket_t socket() const override { return inner_.socket(); }
+  socket_t socket() const override { return fd_; }
 
  private:
-  httplib::Stream& inner_;
+  // Whether the socket is ready for `events` within `timeout`.
+  bool Wait(short events, std::chrono::microseconds timeout) const {
+    pollfd p{.fd = fd_, .events = events, .revents = 0};
+    const auto until = Clock::now() + timeout;
+    for (;;) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now());
+      const int r = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
+      if (r > 0) {
+        return (p.revents & (events | POLLHUP | POLLERR)) != 0;
+      }
+      if (r == 0 || errno != EINTR) {
+        return false;
+      }
+    }
+  }
+  void Address(int (*get)(int, sockaddr*, socklen_t*), std::string& ip, int& port) const {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof(addr);
+    if (get(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      return;
+    }
+    char text[INET6_ADDRSTRLEN] = {};
+    if (addr.ss_family == AF_INET) {
+      const auto* in = reinterpret_cast<const sockaddr_in*>(&addr);
+      ::inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text));
+      port = ntohs(in->sin_port);
+    } else if (addr.ss_family == AF_INET6) {
+      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&addr);
+      ::inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof(text));
+      port = ntohs(in6->sin6_port);
+    }
+    ip = text;
+  }
+
+  const socket_t fd_;
+  const std::chrono::microseconds read_timeout_;
+  const std::chrono::microseconds write_timeout_;
   ConnectionProbe& probe_;
   std::vector<char>& buffer_;
   size_t begin_ = 0;
@@ -124,8 +188,9 @@ class Probed {
   ConnectionProbe probe;
 };
 
-// Plain HTTP: the library's own socket stream (process_client_socket is what
-// ClientImpl::process_socket calls), seen through a CountingStream.
+// Plain HTTP: the library's client over a PlainSocketStream of ours, given to
+// it through process_socket, the hook the library gives subclasses for the
+// stream a request runs on.
 class PlainClient final : public httplib::ClientImpl, public Probed {
  public:
   PlainClient(const std::string& host, int port) : httplib::ClientImpl(host, port) {}
@@ -137,13 +202,13 @@ class PlainClient final : public httplib::ClientImpl, public Probed {
  private:
   bool process_socket(const Socket& socket,
                       std::function<bool(httplib::Stream& strm)> callback) override {
-    const auto wrapped = [&](httplib::Stream& strm) {
-      CountingStream counted(strm, probe, read_buffer_);
-      return callback(counted);
-    };
-    return httplib::detail::process_client_socket(socket.sock, read_timeout_sec_,
-                                                  read_timeout_usec_, write_timeout_sec_,
-                                                  write_timeout_usec_, wrapped);
+    using std::chrono::microseconds;
+    using std::chrono::seconds;
+    PlainSocketStream stream(socket.sock,
+                             seconds(read_timeout_sec_) + microseconds(read_timeout_usec_),
+                             seconds(write_timeout_sec_) + microseconds(write_timeout_usec_),
+                             probe, read_buffer_);
+    return callback(stream);
   }
 
   std::vector<char> read_buffer_;  // kept for the connection's next requests
