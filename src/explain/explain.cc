@@ -108,7 +108,7 @@ void AppendExplanationJson(const pipeline::Profile& profile, const wire::Extende
     n["name"] = std::string(args.node_names[i]);
     if (explained[i] < 0) {
       n["verdict"] = "unresolvable";
-      n["reason"] = std::string(kUnknownNode);
+      n["reason"] = std::string(server::kUnknownNodeReason);
       n["detail"] = nullptr;
       n["rejectedBy"] = nullptr;
       n["filters"] = Json::array();

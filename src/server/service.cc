@@ -15,9 +15,6 @@
 namespace schedext::server {
 namespace {
 
-// The reason given for names the cluster cache does not know.
-constexpr std::string_view kUnknownNode = "node(s) unknown to schedext";
-
 // The usage of a node no pod counts against (yet).
 const model::NodeUsage kNoUsage;
 
@@ -269,7 +266,7 @@ int ExtenderService::Filter(const pipeline::Profile& profile, const wire::Reques
     // follows the request).
     for (uint32_t i = 0; i < s.resolved.size(); ++i) {
       if (s.resolved[i] == nullptr) {
-        s.unresolvable.push_back({s.args.node_names[i], kUnknownNode});
+        s.unresolvable.push_back({s.args.node_names[i], kUnknownNodeReason});
       }
     }
   }

@@ -50,10 +50,6 @@
 
 namespace schedext::explain {
 
-// The reason filter gives for node names the cluster cache does not know
-// (the same text as the verbs').
-inline constexpr std::string_view kUnknownNode = "node(s) unknown to schedext";
-
 // POST /<profile>/explain (ExtenderService::SetExplain): the body is a filter
 // or prioritize body, in either node mode; its nodes are resolved as the verbs
 // resolve them (ExtenderService::ResolveNodes) and the profile explains them

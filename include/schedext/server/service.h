@@ -34,6 +34,10 @@ namespace schedext::server {
 
 class LogLimiter;  // src/server/request_log.h
 
+// The reason filter answers, in FailedAndUnresolvableNodes, for a node name
+// the cluster cache does not know; explain and replay say the same.
+inline constexpr std::string_view kUnknownNodeReason = "node(s) unknown to schedext";
+
 // Per-worker scratch, reused across requests so that steady-state requests do
 // not allocate.
 struct Scratch {
