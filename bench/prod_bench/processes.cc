@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,7 +13,7 @@
 #include <system_error>
 #include <thread>
 
-extern char** environ;
+#include "testing/child_process.h"
 
 namespace schedext::bench::prod {
 namespace {
@@ -78,32 +77,11 @@ std::string ReadWhole(const std::string& path) {
 }
 
 pid_t SpawnChild(const std::vector<std::string>& args, const std::string& log) {
-  std::vector<std::string> strings = args;
-  std::vector<char*> argv;
-  for (std::string& s : strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || null_fd < 0) return -1;
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) _exit(127);
-    ::dup2(null_fd, 0);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    ::close_range(3, ~0U, 0);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execve(argv[0], argv.data(), environ);
-    _exit(127);
-  }
+  if (fd < 0) return -1;
+  const StatusOr<pid_t> pid = schedext::testing::SpawnProcess(args, -1, fd);
   ::close(fd);
-  ::close(null_fd);
-  return pid;
+  return pid.ok() ? *pid : -1;
 }
 
 bool Running(pid_t pid) {
