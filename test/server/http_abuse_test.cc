@@ -24,9 +24,7 @@
 #include <vector>
 
 #include "schedext/cluster/binder.h"
-#include "schedext/config/config.h"
 #include "schedext/pipeline/bind_cycle.h"
-#include "schedext/pipeline/profile.h"
 #include "schedext/policy/policy.h"
 #include "schedext/policy/registry.h"
 #include "schedext/server/http_server.h"

@@ -19,9 +19,6 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "schedext/config/config.h"
-#include "schedext/pipeline/profile.h"
-#include "schedext/policy/registry.h"
 #include "schedext/server/metrics.h"
 #include "schedext/server/service.h"
 #include "testing/json_builders.h"

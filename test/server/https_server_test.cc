@@ -20,8 +20,6 @@
 #include <spdlog/spdlog.h>
 
 #include "schedext/config/config.h"
-#include "schedext/pipeline/profile.h"
-#include "schedext/policy/registry.h"
 #include "schedext/server/http_server.h"
 #include "schedext/server/metrics.h"
 #include "schedext/server/service.h"

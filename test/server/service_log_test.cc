@@ -16,8 +16,6 @@
 #include <thread>
 #include <vector>
 
-#include "schedext/config/config.h"
-#include "schedext/policy/registry.h"
 #include "schedext/server/metrics.h"
 #include "schedext/server/service.h"
 #include "testing/test_service.h"
