@@ -34,6 +34,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/stats.h"
 #include "gen/payload_gen.h"
 #include "gen/prod_objects.h"
 #include "schedext/cluster/cache.h"
@@ -168,10 +169,10 @@ double ThreadCpuUs() {
   return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
 }
 
-double Percentile(std::vector<double> v, double p) {
+// The p-th quantile of `v` (common/stats.h), which need not be sorted.
+double Quantile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
-  const size_t at = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(at, v.size() - 1)];
+  return Percentile(v, p);
 }
 
 int Run(const Options& o) {
@@ -291,18 +292,18 @@ int Run(const Options& o) {
             std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - w0)
                 .count();
       }
-      const double p50 = Percentile(cpu, 0.5);
+      const double p50 = Quantile(cpu, 0.5);
       medians[j].push_back(p50);
       std::printf("%-10s %-10s %5d %12.1f %12.1f %12.1f\n", job.profile.c_str(),
                   std::string(server::VerbName(job.verb)).c_str(), round, p50,
-                  Percentile(cpu, 0.99), Percentile(wall, 0.5));
+                  Quantile(cpu, 0.99), Quantile(wall, 0.5));
     }
   }
   std::printf("\nsummary: CPU p50 per request, median of the rounds (us)\n");
   for (size_t j = 0; j < jobs.size(); ++j) {
     std::printf("%-10s %-10s %12.1f\n", jobs[j].profile.c_str(),
                 std::string(server::VerbName(jobs[j].verb)).c_str(),
-                Percentile(medians[j], 0.5));
+                Quantile(medians[j], 0.5));
   }
   return 0;
 }

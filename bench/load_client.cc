@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/stats.h"
 #include "support/http_client.h"
 
 namespace {
@@ -70,15 +71,6 @@ bool ParseUrl(std::string_view url, Options& o) {
   }
   o.port = std::atoi(std::string(hostport.substr(colon + 1)).c_str());
   return o.port > 0 && o.port < 65536;
-}
-
-double Percentile(std::vector<double>& sorted, double p) {
-  if (sorted.empty()) {
-    return 0;
-  }
-  const size_t i = std::min(sorted.size() - 1,
-                            static_cast<size_t>(p / 100.0 * static_cast<double>(sorted.size())));
-  return sorted[i];
 }
 
 }  // namespace
@@ -200,8 +192,8 @@ int main(int argc, char** argv) {
   std::printf(
       "requests=%zu errors=%ld p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f max_ms=%.3f rps=%.1f "
       "wall_s=%.3f\n",
-      latencies_ms.size(), errors.load(), Percentile(latencies_ms, 50),
-      Percentile(latencies_ms, 90), Percentile(latencies_ms, 99),
+      latencies_ms.size(), errors.load(), schedext::Percentile(latencies_ms, 0.5),
+      schedext::Percentile(latencies_ms, 0.9), schedext::Percentile(latencies_ms, 0.99),
       latencies_ms.empty() ? 0.0 : latencies_ms.back(),
       wall > 0 ? static_cast<double>(latencies_ms.size()) / wall : 0.0, wall);
   if (!first_error.empty()) {

@@ -51,6 +51,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/stats.h"
 #include "support/http_client.h"
 
 namespace {
@@ -135,10 +136,7 @@ class Samples {
     }
     if (v.empty()) return {0, 0};
     std::sort(v.begin(), v.end());
-    auto at = [&](double p) {
-      return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
-    };
-    return {at(0.50), at(0.99)};
+    return {schedext::Percentile(v, 0.50), schedext::Percentile(v, 0.99)};
   }
 
  private:

@@ -1,5 +1,8 @@
 #include "common/text.h"
 
+#include <charconv>
+#include <system_error>
+
 namespace schedext {
 namespace {
 
@@ -68,6 +71,15 @@ std::string JoinNames(std::span<const std::string_view> names) {
     out += name;
   }
   return out;
+}
+
+std::string FormatNumber(double value) {
+  char buffer[64];
+  auto [ptr, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  if (ec != std::errc()) {
+    return std::to_string(value);
+  }
+  return std::string(buffer, ptr);
 }
 
 }  // namespace schedext

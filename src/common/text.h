@@ -26,4 +26,8 @@ std::string_view TrimBlanks(std::string_view text);
 // "a, b, c": for "expected one of ..." messages.
 std::string JoinNames(std::span<const std::string_view> names);
 
+// The shortest text that reads back as `value` ("0.8", "100", "1e+21"): for
+// numbers in messages and in the Prometheus text format.
+std::string FormatNumber(double value);
+
 }  // namespace schedext

@@ -57,6 +57,15 @@ TEST(JoinNamesTest, JoinsWithCommas) {
   EXPECT_EQ(JoinNames(std::span<const std::string_view>()), "");
 }
 
+TEST(FormatNumberTest, ShortestTextThatReadsBack) {
+  EXPECT_EQ(FormatNumber(0), "0");
+  EXPECT_EQ(FormatNumber(100), "100");
+  EXPECT_EQ(FormatNumber(0.8), "0.8");
+  EXPECT_EQ(FormatNumber(-2.5), "-2.5");
+  EXPECT_EQ(FormatNumber(1e21), "1e+21");
+  EXPECT_EQ(FormatNumber(0.1 + 0.2), "0.30000000000000004");
+}
+
 class ReadFileTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
@@ -17,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "testing/child_process.h"
 #include "testing/loopback.h"
 
 extern char** environ;
@@ -84,47 +84,22 @@ Status SchedextProcess::Start(const std::string& dir, std::string_view config_ya
   std::vector<std::string> args = {SCHEDEXT_BINARY, "--config", config_path_, "--kubeconfig",
                                    kubeconfig,      "--listen", "127.0.0.1:0"};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
   // Hermetic: no other cluster than the one the kubeconfig names.
-  std::vector<char*> env;
+  std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string_view var(*e);
     if (var.rfind("KUBECONFIG=", 0) != 0 && var.rfind("KUBERNETES_SERVICE_", 0) != 0) {
-      env.push_back(*e);
+      env.emplace_back(var);
     }
   }
-  std::vector<std::string> added = extra_env;
-  for (std::string& e : added) env.push_back(e.data());
-  env.push_back(nullptr);
+  env.insert(env.end(), extra_env.begin(), extra_env.end());
 
   const int log_fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (log_fd < 0) return InternalError("open " + log_path_ + ": " + std::strerror(errno));
-  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(log_fd);
-    if (null_fd >= 0) ::close(null_fd);
-    return InternalError(std::string("fork: ") + std::strerror(errno));
-  }
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) _exit(127);
-    if (null_fd >= 0) ::dup2(null_fd, 0);
-    ::dup2(log_fd, 1);
-    ::dup2(log_fd, 2);
-    ::close_range(3, ~0U, 0);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execve(argv[0], argv.data(), env.data());
-    _exit(127);
-  }
+  StatusOr<pid_t> spawned = SpawnProcess(args, -1, log_fd, &env);
   ::close(log_fd);
-  if (null_fd >= 0) ::close(null_fd);
+  SCHEDEXT_RETURN_IF_ERROR(spawned.status());
+  const pid_t pid = *spawned;
   pid_ = pid;
 
   const auto deadline = steady_clock::now() + timeout;

@@ -24,15 +24,14 @@
 #include <vector>
 
 #include "schedext/cluster/binder.h"
-#include "schedext/config/config.h"
 #include "schedext/pipeline/bind_cycle.h"
-#include "schedext/pipeline/profile.h"
 #include "schedext/policy/policy.h"
 #include "schedext/policy/registry.h"
 #include "schedext/server/http_server.h"
 #include "schedext/server/metrics.h"
 #include "schedext/server/service.h"
 #include "testing/loopback.h"
+#include "testing/test_service.h"
 
 namespace schedext::server {
 namespace {
@@ -150,77 +149,33 @@ class BlockingBinder final : public cluster::PodBinder {
   Gate gate_;
 };
 
-// A server on 127.0.0.1:<free port>, serving on its own thread until Stop()
-// or destruction. With a `gate`, its profile is the Gate policy alone.
-class Server {
+// The service on 127.0.0.1:<free port> (testing/test_service.h), serving on
+// its own thread until Stop() or destruction. With a `gate`, its profile is
+// the Gate policy alone.
+class Server : public schedext::testing::LoopbackServer {
  public:
   explicit Server(const std::function<void(HttpServerOptions&)>& tweak = nullptr,
-                  cluster::PodBinder* binder = nullptr, const Gate* gate = nullptr) {
-    policy::Registry registry;
-    EXPECT_TRUE(policy::RegisterBuiltinPolicies(registry).ok());
-    if (gate != nullptr) {
-      gate->RegisterIn(registry);
-    }
-    auto config = config::LoadConfigText(
-        gate != nullptr ? "profiles:\n  - name: default\n    policies:\n      - name: Gate\n"
-                        : kConfig,
-        "test");
-    EXPECT_TRUE(config.ok());
-    auto profile = pipeline::Profile::Build(config->profiles[0], registry, "profiles[0]");
-    EXPECT_TRUE(profile.ok());
-    metrics_ = std::make_unique<Metrics>(std::vector<std::string>{"default"});
-    service_ = std::make_unique<ExtenderService>(
-        std::vector<std::shared_ptr<const pipeline::Profile>>{std::move(profile).value()}, 0,
-        nullptr, binder, metrics_.get());
-    HttpServerOptions options;
-    options.server.host = "127.0.0.1";
-    options.server.port = 0;
-    options.server.threads = 2;
-    options.server.max_body_bytes = size_t{4} << 20;
-    options.version = "test";
-    if (tweak) tweak(options);
-    server_ = std::make_unique<HttpServer>(*service_, metrics_.get(), options);
-    init_ = server_->Bind();
-    if (init_.ok()) {
-      thread_ = std::thread([this] {
-        served_ = server_->Serve();
-        finished_ = true;
-      });
-    }
-  }
-  ~Server() { Stop(); }
-
-  // The drain; true when Serve() returned within `timeout`.
-  bool Stop(milliseconds timeout = milliseconds(10000)) {
-    if (!thread_.joinable()) return true;
-    server_->Stop();
-    const auto deadline = steady_clock::now() + timeout;
-    while (!finished_.load() && steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(milliseconds(5));
-    }
-    const bool in_time = finished_.load();
-    thread_.join();
-    EXPECT_TRUE(served_.ok()) << served_.ToString();
-    return in_time;
-  }
-  // Stop() without waiting (the drain runs while the test talks to it).
-  void StartStop() { server_->Stop(); }
-
-  const Status& init() const { return init_; }
-  int port() const { return server_->port(); }
-  int status_port() const { return server_->status_port(); }
+                  cluster::PodBinder* binder = nullptr, const Gate* gate = nullptr)
+      : LoopbackServer(
+            {.config_yaml = gate != nullptr
+                                ? "profiles:\n  - name: default\n    policies:\n      - name: Gate\n"
+                                : kConfig,
+             .binder = binder,
+             .register_more =
+                 [gate](policy::Registry& registry) {
+                   if (gate != nullptr) {
+                     gate->RegisterIn(registry);
+                   }
+                   return OkStatus();
+                 }},
+            [&tweak](HttpServerOptions& options) {
+              options.server.max_body_bytes = size_t{4} << 20;
+              options.version = "test";
+              if (tweak) tweak(options);
+            }) {}
 
   // The count of requests by verb and outcome, from /metrics.
   std::string MetricsText() { return Exchange(port(), BuildRequest("GET", "/metrics", "")).body; }
-
- private:
-  Status init_;
-  std::unique_ptr<Metrics> metrics_;
-  std::unique_ptr<ExtenderService> service_;
-  std::unique_ptr<HttpServer> server_;
-  std::thread thread_;
-  std::atomic<bool> finished_{false};
-  Status served_;
 };
 
 class QuietLog {

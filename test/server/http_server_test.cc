@@ -19,13 +19,11 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "schedext/config/config.h"
-#include "schedext/pipeline/profile.h"
-#include "schedext/policy/registry.h"
 #include "schedext/server/metrics.h"
 #include "schedext/server/service.h"
 #include "testing/json_builders.h"
 #include "testing/loopback.h"
+#include "testing/test_service.h"
 
 namespace schedext::server {
 namespace {
@@ -74,67 +72,17 @@ std::vector<std::string> ItemNames(const json& nodes) {
 
 json ParseJson(const std::string& text) { return json::parse(text, nullptr, false); }
 
-// A server on 127.0.0.1:<free port>, serving on its own thread until destroyed.
-class TestServer {
+// kConfig's service on 127.0.0.1:<free port> (testing/test_service.h), with
+// this file's body limit and version, serving until destroyed.
+class TestServer : public schedext::testing::LoopbackServer {
  public:
-  explicit TestServer(const std::function<void(HttpServerOptions&)>& tweak = nullptr) {
-    policy::Registry registry;
-    init_ = policy::RegisterBuiltinPolicies(registry);
-    if (!init_.ok()) return;
-    auto config = config::LoadConfigText(kConfig, "test");
-    if (!config.ok()) {
-      init_ = config.status();
-      return;
-    }
-    std::vector<std::shared_ptr<const pipeline::Profile>> profiles;
-    std::vector<std::string> names;
-    for (size_t i = 0; i < config->profiles.size(); ++i) {
-      auto profile = pipeline::Profile::Build(config->profiles[i], registry,
-                                              "profiles[" + std::to_string(i) + "]");
-      if (!profile.ok()) {
-        init_ = profile.status();
-        return;
-      }
-      names.push_back((*profile)->name());
-      profiles.push_back(std::move(profile).value());
-    }
-    metrics_ = std::make_unique<Metrics>(names);
-    service_ = std::make_unique<ExtenderService>(profiles, 0, nullptr, nullptr, metrics_.get());
-    HttpServerOptions options;
-    options.server.host = "127.0.0.1";
-    options.server.port = 0;
-    options.server.threads = 2;
-    options.server.max_body_bytes = kMaxBody;
-    options.version = std::string(kVersion);
-    if (tweak) tweak(options);
-    server_ = std::make_unique<HttpServer>(*service_, metrics_.get(), options);
-    init_ = server_->Bind();
-    if (!init_.ok()) return;
-    thread_ = std::thread([this] { serve_status_ = server_->Serve(); });
-  }
-
-  ~TestServer() {
-    if (!thread_.joinable()) return;
-    // Serve() must have entered its accept loop before Stop() can end it: one
-    // answered request proves that (the listening socket queues it until then).
-    const HttpReply probe = Exchange(port(), BuildRequest("GET", "/healthz", ""));
-    EXPECT_EQ(probe.status, 200) << probe.reason;
-    server_->Stop();
-    thread_.join();
-    EXPECT_TRUE(serve_status_.ok()) << serve_status_.ToString();
-  }
-
-  const Status& init() const { return init_; }
-  int port() const { return server_->port(); }
-  Metrics& metrics() { return *metrics_; }
-
- private:
-  Status init_;
-  std::unique_ptr<Metrics> metrics_;
-  std::unique_ptr<ExtenderService> service_;
-  std::unique_ptr<HttpServer> server_;
-  std::thread thread_;
-  Status serve_status_;
+  explicit TestServer(const std::function<void(HttpServerOptions&)>& tweak = nullptr)
+      : LoopbackServer({.config_yaml = kConfig}, [&tweak](HttpServerOptions& options) {
+          options.server.max_body_bytes = kMaxBody;
+          options.version = std::string(kVersion);
+          if (tweak) tweak(options);
+        }) {}
+  ~TestServer() { AwaitServing(); }
 };
 
 // The service logs every failed request at warn: quiet while a test runs.
@@ -704,18 +652,12 @@ TEST_F(HttpServerTest, ConcurrentFilterPrioritizeAndBindGetExactReplies) {
 
 TEST_F(HttpServerTest, SecondServerOnTheSamePortFailsToBind) {
   const int taken = port();
-  policy::Registry registry;
-  ASSERT_TRUE(policy::RegisterBuiltinPolicies(registry).ok());
-  auto config = config::LoadConfigText(kConfig, "test");
-  ASSERT_TRUE(config.ok()) << config.status().ToString();
-  auto profile = pipeline::Profile::Build(config->profiles[0], registry, "profiles[0]");
-  ASSERT_TRUE(profile.ok()) << profile.status().ToString();
-  Metrics metrics({"default"});
-  ExtenderService service({std::move(profile).value()}, 0, nullptr, nullptr, &metrics);
+  auto built = schedext::testing::MakeTestService({.config_yaml = kConfig});
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
   HttpServerOptions options;
   options.server.host = "127.0.0.1";
   options.server.port = taken;
-  HttpServer second(service, &metrics, options);
+  HttpServer second(*built->service, built->metrics.get(), options);
   const Status s = second.Bind();
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), StatusCode::kUnavailable);

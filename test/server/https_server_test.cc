@@ -20,13 +20,12 @@
 #include <spdlog/spdlog.h>
 
 #include "schedext/config/config.h"
-#include "schedext/pipeline/profile.h"
-#include "schedext/policy/registry.h"
 #include "schedext/server/http_server.h"
 #include "schedext/server/metrics.h"
 #include "schedext/server/service.h"
 #include "testing/loopback.h"
 #include "testing/pki.h"
+#include "testing/test_service.h"
 #include "testing/tls_client.h"
 
 namespace schedext::server {
@@ -92,72 +91,23 @@ private:
 
 // The server with TLS on its main port and a plain status listener, serving
 // on its own thread until destroyed.
-class TlsTestServer {
+// kConfig's service on 127.0.0.1 (testing/test_service.h) serving TLS with
+// `tls`, and a plain status listener, until destroyed.
+class TlsTestServer : public schedext::testing::LoopbackServer {
 public:
   explicit TlsTestServer(
       const config::TlsConfig &tls,
-      const std::function<void(HttpServerOptions &)> &tweak = nullptr) {
-    policy::Registry registry;
-    init_ = policy::RegisterBuiltinPolicies(registry);
-    if (!init_.ok())
-      return;
-    auto config = config::LoadConfigText(kConfig, "test");
-    if (!config.ok()) {
-      init_ = config.status();
-      return;
-    }
-    auto profile =
-        pipeline::Profile::Build(config->profiles[0], registry, "profiles[0]");
-    if (!profile.ok()) {
-      init_ = profile.status();
-      return;
-    }
-    metrics_ =
-        std::make_unique<Metrics>(std::vector<std::string>{(*profile)->name()});
-    service_ = std::make_unique<ExtenderService>(
-        std::vector<std::shared_ptr<const pipeline::Profile>>{
-            std::move(profile).value()},
-        0, nullptr, nullptr, metrics_.get());
-    HttpServerOptions options;
-    options.server.host = "127.0.0.1";
-    options.server.port = 0;
-    options.server.threads = 2;
-    options.server.status_host = "127.0.0.1";
-    options.server.status_port = 0;
-    options.server.tls = tls;
-    if (tweak)
-      tweak(options);
-    server_ = std::make_unique<HttpServer>(*service_, metrics_.get(), options);
-    init_ = server_->Bind();
-    if (!init_.ok())
-      return;
-    thread_ = std::thread([this] { serve_status_ = server_->Serve(); });
-  }
-
-  ~TlsTestServer() {
-    if (!thread_.joinable())
-      return;
-    // Serve() must have entered its accept loop before Stop() ends it: one
-    // answered probe on the plain status listener proves that.
-    const HttpReply probe =
-        Exchange(status_port(), BuildRequest("GET", "/healthz", ""));
-    EXPECT_EQ(probe.status, 200) << probe.reason;
-    server_->Stop();
-    thread_.join();
-    EXPECT_TRUE(serve_status_.ok()) << serve_status_.ToString();
-  }
-
-  const Status &init() const { return init_; }
-  int port() const { return server_->port(); }
-  int status_port() const { return server_->status_port(); }
-
-private:
-  Status init_;
-  std::unique_ptr<Metrics> metrics_;
-  std::unique_ptr<ExtenderService> service_;
-  std::unique_ptr<HttpServer> server_;
-  std::thread thread_;
-  Status serve_status_;
+      const std::function<void(HttpServerOptions &)> &tweak = nullptr)
+      : LoopbackServer({.config_yaml = kConfig},
+                       [&tls, &tweak](HttpServerOptions &options) {
+                         options.server.status_host = "127.0.0.1";
+                         options.server.status_port = 0;
+                         options.server.tls = tls;
+                         if (tweak)
+                           tweak(options);
+                       }) {}
+  // The probe goes to the plain status listener.
+  ~TlsTestServer() { AwaitServing(); }
 };
 
 class HttpsServerTest : public ::testing::Test {

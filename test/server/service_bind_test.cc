@@ -18,6 +18,7 @@
 #include "schedext/server/service.h"
 #include "testing/json_builders.h"
 #include "testing/model_builders.h"
+#include "testing/test_service.h"
 
 namespace schedext::server {
 namespace {
@@ -80,6 +81,18 @@ class FakeBinder final : public cluster::PodBinder {
 
 constexpr std::string_view kUid = "uid-web-1";
 
+// "slot" reserves (Slot) and fits; "plain" does not reserve.
+constexpr std::string_view kProfiles = R"(
+profiles:
+  - name: slot
+    policies:
+      - name: Slot
+      - name: NodeResourcesFit
+  - name: plain
+    policies:
+      - name: NodeHealth
+)";
+
 class ServiceBindTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -108,28 +121,22 @@ class ServiceBindTest : public ::testing::Test {
   }
 
   void Make(cluster::ClusterCache* cache) {
-    policy::Registry registry;
-    ASSERT_TRUE(policy::RegisterBuiltinPolicies(registry).ok());
-    ASSERT_TRUE(registry
-                    .Register("Slot",
-                              [](const json&, const policy::PolicyContext&)
-                                  -> StatusOr<std::unique_ptr<policy::Policy>> {
-                                return std::unique_ptr<policy::Policy>(new SlotPolicy());
-                              })
-                    .ok());
-    config::ProfileConfig slot{"slot", {{"Slot", 1, std::make_shared<const json>(json::object())},
-                                        {"NodeResourcesFit", 1,
-                                         std::make_shared<const json>(json::object())}}};
-    config::ProfileConfig plain{"plain", {{"NodeHealth", 1,
-                                           std::make_shared<const json>(json::object())}}};
-    std::vector<std::shared_ptr<const pipeline::Profile>> profiles;
-    for (const config::ProfileConfig* c : {&slot, &plain}) {
-      auto p = pipeline::Profile::Build(*c, registry, "profiles");
-      ASSERT_TRUE(p.ok()) << p.status().ToString();
-      profiles.push_back(*p);
-    }
-    ASSERT_TRUE(profiles[0]->has_reservers());
-    service_ = std::make_unique<ExtenderService>(profiles, 0, cache, &binder_, nullptr);
+    auto built = schedext::testing::MakeTestService(
+        {.config_yaml = kProfiles,
+         .cache = cache,
+         .binder = &binder_,
+         .register_more = [](policy::Registry& registry) {
+           return registry.Register(
+               "Slot",
+               [](const json&, const policy::PolicyContext&)
+                   -> StatusOr<std::unique_ptr<policy::Policy>> {
+                 return std::unique_ptr<policy::Policy>(new SlotPolicy());
+               });
+         }});
+    ASSERT_TRUE(built.ok()) << built.status().ToString();
+    ASSERT_TRUE(built->service->profile(0).has_reservers());
+    service_ = std::move(built->service);
+    metrics_ = std::move(built->metrics);
   }
 
   // The Error of a bind reply ("" on success).
@@ -155,6 +162,7 @@ class ServiceBindTest : public ::testing::Test {
   CallLog log_;
   FakeBinder binder_{log_};
   std::unique_ptr<cluster::ClusterCache> cache_;
+  std::unique_ptr<Metrics> metrics_;  // the service counts into it
   std::unique_ptr<ExtenderService> service_;
   Scratch scratch_;
   std::string out_;

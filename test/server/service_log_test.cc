@@ -16,10 +16,9 @@
 #include <thread>
 #include <vector>
 
-#include "schedext/config/config.h"
-#include "schedext/policy/registry.h"
 #include "schedext/server/metrics.h"
 #include "schedext/server/service.h"
+#include "testing/test_service.h"
 
 namespace schedext::server {
 namespace {
@@ -36,18 +35,13 @@ class ServiceLogTest : public ::testing::Test {
     logger->set_level(spdlog::level::info);
     spdlog::set_default_logger(logger);
 
-    auto config = config::LoadConfigText(
-        "profiles:\n  - name: default\n    policies:\n      - name: TaintToleration\n", "test");
-    ASSERT_TRUE(config.ok()) << config.status().ToString();
-    policy::Registry registry;
-    ASSERT_TRUE(policy::RegisterBuiltinPolicies(registry).ok());
-    auto profile = pipeline::Profile::Build(config->profiles[0], registry, "profiles");
-    ASSERT_TRUE(profile.ok()) << profile.status().ToString();
-    metrics_ = std::make_unique<Metrics>(std::vector<std::string>{"default"});
     // No binder: every bind fails ("no Kubernetes API connection") and warns.
-    service_ = std::make_unique<ExtenderService>(
-        std::vector<std::shared_ptr<const pipeline::Profile>>{*profile}, 0, nullptr, nullptr,
-        metrics_.get());
+    auto built = schedext::testing::MakeTestService(
+        {.config_yaml =
+             "profiles:\n  - name: default\n    policies:\n      - name: TaintToleration\n"});
+    ASSERT_TRUE(built.ok()) << built.status().ToString();
+    metrics_ = std::move(built->metrics);
+    service_ = std::move(built->service);
   }
   void TearDown() override { spdlog::set_default_logger(previous_); }
 

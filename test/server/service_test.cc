@@ -17,6 +17,7 @@
 #include "schedext/model/owned.h"
 #include "schedext/wire/object_decoder.h"
 #include "schedext/policy/registry.h"
+#include "testing/test_service.h"
 
 namespace schedext::server {
 namespace {
@@ -171,20 +172,11 @@ class ServiceTest : public ::testing::Test {
   void SetUp() override { Make(nullptr, nullptr); }
 
   void Make(cluster::ClusterCache* cache, cluster::PodBinder* binder) {
-    auto config = config::LoadConfigText(kConfig, "test");
-    ASSERT_TRUE(config.ok()) << config.status().ToString();
-    policy::Registry registry;
-    ASSERT_TRUE(policy::RegisterBuiltinPolicies(registry).ok());
-    std::vector<std::shared_ptr<const pipeline::Profile>> profiles;
-    std::vector<std::string> names;
-    for (size_t i = 0; i < config->profiles.size(); ++i) {
-      auto p = pipeline::Profile::Build(config->profiles[i], registry, "profiles");
-      ASSERT_TRUE(p.ok()) << p.status().ToString();
-      profiles.push_back(*p);
-      names.push_back(config->profiles[i].name);
-    }
-    metrics_ = std::make_unique<Metrics>(names);
-    service_ = std::make_unique<ExtenderService>(profiles, 0, cache, binder, metrics_.get());
+    auto built = schedext::testing::MakeTestService(
+        {.config_yaml = kConfig, .cache = cache, .binder = binder});
+    ASSERT_TRUE(built.ok()) << built.status().ToString();
+    service_ = std::move(built->service);
+    metrics_ = std::move(built->metrics);
   }
 
   int Call(Verb verb, std::string_view profile, const std::string& body) {

@@ -7,7 +7,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -26,6 +25,7 @@
 #include <thread>
 #include <utility>
 
+#include "testing/child_process.h"
 #include "testing/pki.h"
 
 #ifndef SCHEDEXT_SOURCE_DIR
@@ -34,8 +34,6 @@
 #ifndef SCHEDEXT_K8S_BIN_DIR
 #define SCHEDEXT_K8S_BIN_DIR ""
 #endif
-
-extern char** environ;
 
 namespace schedext::testing {
 namespace {
@@ -123,50 +121,6 @@ std::string LogTail(const std::string& path, size_t lines = 25) {
   return "--- last lines of " + path + " ---\n" + text.substr(pos);
 }
 
-// argv as the NUL-terminated array execve takes, built before fork (the
-// child may only make async-signal-safe calls).
-struct Argv {
-  explicit Argv(const std::vector<std::string>& args) : strings(args) {
-    for (std::string& s : strings) pointers.push_back(s.data());
-    pointers.push_back(nullptr);
-  }
-  std::vector<std::string> strings;
-  std::vector<char*> pointers;
-};
-
-// fork + execve with stdin from `stdin_fd` (-1: /dev/null) and stdout +
-// stderr into `out_fd`. The child gets its own process group and SIGKILL
-// when the forking thread dies; every other descriptor is closed.
-StatusOr<pid_t> Spawn(const std::vector<std::string>& args, int stdin_fd, int out_fd) {
-  Argv argv(args);
-  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (null_fd < 0) return InternalError(std::string("open /dev/null: ") + std::strerror(errno));
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    const int err = errno;
-    ::close(null_fd);
-    return InternalError(std::string("fork: ") + std::strerror(err));
-  }
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) _exit(127);  // the parent died before prctl
-    ::dup2(stdin_fd >= 0 ? stdin_fd : null_fd, 0);
-    ::dup2(out_fd, 1);
-    ::dup2(out_fd, 2);
-    ::close_range(3, ~0U, 0);
-    // Default dispositions and an empty mask: the test runner may block some.
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execve(argv.pointers[0], argv.pointers.data(), environ);
-    _exit(127);
-  }
-  ::close(null_fd);
-  return pid;
-}
-
 // Starts `args` with its output appended to `log_path`.
 StatusOr<pid_t> SpawnLogged(const std::vector<std::string>& args, const std::string& log_path) {
   const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -178,7 +132,7 @@ StatusOr<pid_t> SpawnLogged(const std::vector<std::string>& args, const std::str
     header += "\n";
     [[maybe_unused]] ssize_t n = ::write(fd, header.data(), header.size());
   }
-  StatusOr<pid_t> pid = Spawn(args, -1, fd);
+  StatusOr<pid_t> pid = SpawnProcess(args, -1, fd);
   ::close(fd);
   return pid;
 }
@@ -343,7 +297,7 @@ StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
     if (stdin_fd >= 0) ::close(stdin_fd);
     return InternalError(std::string("pipe2: ") + std::strerror(errno));
   }
-  StatusOr<pid_t> pid = Spawn(argv, stdin_fd, pipe_fds[1]);
+  StatusOr<pid_t> pid = SpawnProcess(argv, stdin_fd, pipe_fds[1]);
   ::close(pipe_fds[1]);
   if (stdin_fd >= 0) ::close(stdin_fd);
   if (!pid.ok()) {

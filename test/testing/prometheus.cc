@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <httplib.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,7 +18,7 @@
 #include <sstream>
 #include <thread>
 
-extern char** environ;
+#include "testing/child_process.h"
 
 namespace schedext::testing {
 namespace {
@@ -189,38 +188,15 @@ StatusOr<std::unique_ptr<PrometheusServer>> PrometheusServer::Start(
                                    "--storage.tsdb.path=" + server->dir_ + "/data",
                                    "--web.listen-address=127.0.0.1:0",
                                    "--log.level=info"};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
   const int log_fd =
       ::open(server->log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) {
     return InternalError("open " + server->log_path_ + ": " + std::strerror(errno));
   }
-  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(log_fd);
-    ::close(null_fd);
-    return InternalError(std::string("fork: ") + std::strerror(errno));
-  }
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) _exit(127);
-    ::dup2(null_fd, 0);
-    ::dup2(log_fd, 1);
-    ::dup2(log_fd, 2);
-    ::close_range(3, ~0U, 0);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execve(argv[0], argv.data(), environ);
-    _exit(127);
-  }
+  StatusOr<pid_t> spawned = SpawnProcess(args, -1, log_fd);
   ::close(log_fd);
-  ::close(null_fd);
+  SCHEDEXT_RETURN_IF_ERROR(spawned.status());
+  const pid_t pid = *spawned;
   server->pid_ = pid;
 
   const auto deadline = steady_clock::now() + options.start_timeout;

@@ -1,7 +1,6 @@
 #include "policy/builtin/node_numeric/node_numeric.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -10,9 +9,9 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <utility>
 
+#include "common/text.h"
 #include "policy/args.h"
 #include "schedext/policy/handle.h"
 #include "schedext/model/selectors.h"
@@ -37,16 +36,6 @@ struct NodeNumericSpec {
   std::optional<double> min;
   std::optional<double> max;
 };
-
-// Shortest text that reads back as `value` ("0.8", "100", "1e+21").
-std::string FormatNumber(double value) {
-  char buffer[64];
-  auto [ptr, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  if (ec != std::errc()) {
-    return std::to_string(value);
-  }
-  return std::string(buffer, ptr);
-}
 
 StatusOr<NodeNumericSpec> ParseArgs(const nlohmann::json& args, const PolicyContext& context) {
   SCHEDEXT_ASSIGN_OR_RETURN(ArgsReader reader, ArgsReader::Make(args, context.args_path,

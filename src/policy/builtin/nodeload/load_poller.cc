@@ -146,4 +146,13 @@ PollerStats LoadPoller::stats() const {
   return out;
 }
 
+PollerTask::PollerTask(std::shared_ptr<LoadPoller> poller) : poller_(std::move(poller)) {}
+
+Status PollerTask::Start() {
+  poller_->Start();
+  return OkStatus();
+}
+
+void PollerTask::Stop() { poller_->Stop(); }
+
 }  // namespace schedext::policy::nodeload

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "policy/builtin/nodeload/prometheus.h"
+#include "schedext/policy/background.h"
 #include "schedext/status.h"
 
 namespace schedext::policy::nodeload {
@@ -118,6 +119,19 @@ class LoadPoller {
   bool stopping_ = false;
   std::string last_error_;
   std::thread thread_;
+};
+
+// The poller as the handle's BackgroundTask: started and stopped by the
+// handle's owner.
+class PollerTask final : public BackgroundTask {
+ public:
+  explicit PollerTask(std::shared_ptr<LoadPoller> poller);
+  std::string_view Name() const override { return "NodeLoad poller"; }
+  Status Start() override;
+  void Stop() override;
+
+ private:
+  const std::shared_ptr<LoadPoller> poller_;
 };
 
 }  // namespace schedext::policy::nodeload

@@ -1,20 +1,17 @@
 #include "policy/builtin/nodeload/nodeload.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
-#include <fstream>
-#include <mutex>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
-#include <system_error>
 #include <utility>
 
-#include "policy/args.h"
+#include "common/text.h"
 #include "policy/builtin/nodeload/formulas.h"
-#include "schedext/model/resources.h"
+#include "policy/builtin/nodeload/metrics.h"
+#include "policy/builtin/nodeload/recorded_load.h"
 #include "schedext/policy/recorded_state.h"
 
 namespace schedext::policy {
@@ -22,95 +19,6 @@ namespace nodeload {
 namespace {
 
 constexpr std::string_view kName = "NodeLoad";
-constexpr std::string_view kTargetLoadPacking = "TargetLoadPacking";
-constexpr std::string_view kRiskBalancing = "LoadVariationRiskBalancing";
-
-using std::chrono::milliseconds;
-
-std::string FormatNumber(double value) {
-  char buffer[64];
-  auto [ptr, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  if (ec != std::errc()) {
-    return std::to_string(value);
-  }
-  return std::string(buffer, ptr);
-}
-
-// Prometheus label names: [a-zA-Z_][a-zA-Z0-9_]*.
-bool IsLabelName(std::string_view text) {
-  if (text.empty()) {
-    return false;
-  }
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-    if (!alpha && !(i > 0 && c >= '0' && c <= '9')) {
-      return false;
-    }
-  }
-  return true;
-}
-
-// "profiles[0].policies[1].args" → "profiles[0].policies[1]": names one
-// NodeLoad instance in metrics.
-std::string InstanceName(std::string_view args_path) {
-  if (args_path.ends_with(".args")) {
-    args_path.remove_suffix(5);
-  }
-  std::string out;
-  for (char c : args_path) {
-    if (c == '"' || c == '\\' || c == '\n') {
-      out += '_';
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-bool Readable(const std::string& path) { return std::ifstream(path).good(); }
-
-// An optional number of seconds in (0, max] as milliseconds.
-StatusOr<std::optional<milliseconds>> Seconds(const ArgsReader& reader, std::string_view key,
-                                              double min, bool min_inclusive, double max) {
-  SCHEDEXT_ASSIGN_OR_RETURN(std::optional<double> value, reader.Number(key));
-  if (!value.has_value()) {
-    return std::optional<milliseconds>();
-  }
-  const bool low = min_inclusive ? *value < min : *value <= min;
-  if (low || *value > max) {
-    return reader.FieldError(key, std::string("must be ") + (min_inclusive ? "at least " : "above ") +
-                                      FormatNumber(min) + " and at most " + FormatNumber(max) +
-                                      " seconds, got " + FormatNumber(*value));
-  }
-  return std::optional<milliseconds>(milliseconds(std::llround(*value * 1000)));
-}
-
-// An optional number in [min, max] (or (min, max] / [min, max)).
-StatusOr<std::optional<double>> Bounded(const ArgsReader& reader, std::string_view key,
-                                        double min, bool min_inclusive, double max,
-                                        bool max_inclusive) {
-  SCHEDEXT_ASSIGN_OR_RETURN(std::optional<double> value, reader.Number(key));
-  if (!value.has_value()) {
-    return value;
-  }
-  const bool low = min_inclusive ? *value < min : *value <= min;
-  const bool high = max_inclusive ? *value > max : *value >= max;
-  if (low || high) {
-    return reader.FieldError(key, "must be " + std::string(min_inclusive ? "in [" : "in (") +
-                                      FormatNumber(min) + ", " + FormatNumber(max) +
-                                      (max_inclusive ? "]" : ")") + ", got " +
-                                      FormatNumber(*value));
-  }
-  return value;
-}
-
-Status OnlyInMode(const ArgsReader& reader, std::string_view key, std::string_view mode) {
-  if (reader.Has(key)) {
-    return reader.FieldError(key, "only applies to mode " + std::string(mode));
-  }
-  return OkStatus();
-}
 
 // The node's CPU capacity in milli-cores: TargetLoadPacking reads capacity as
 // Trimaran does, falling back to allocatable.
@@ -133,142 +41,6 @@ struct NodeLoadState final : StateData {
   int64_t pod_cpu_request = 0;
   int64_t pod_memory_request = 0;
 };
-
-// Sources a replay restored (RequestStateRecorder::Restore), read by Prepare
-// instead of the live ones.
-struct RestoredSources final : StateData {
-  std::shared_ptr<const LoadSnapshot> snapshot;  // null: there was none
-  std::shared_ptr<const BindLedger::View> binds;
-  Clock::time_point now;
-};
-
-// NaN (no series) is null in a record.
-nlohmann::json Number(double value) {
-  return std::isnan(value) ? nlohmann::json(nullptr) : nlohmann::json(value);
-}
-
-// What a request saw, as RequestStateRecorder::Capture keeps it. Times are
-// recorded relative to the request's `now`, in nanoseconds of the steady
-// clock, so that replay compares ages exactly as the request did:
-//   {"sampleAgeNanos": 1500000000 | null (no snapshot),
-//    "nodes": {"n1": {"cpu": 10, "cpuStddev": null, "memory": 25,
-//                     "memoryStddev": null}},
-//    "binds": [{"node": "n2", "cpuMillis": 1500, "memoryBytes": 0,
-//               "boundNanosAgo": 2000000000}]}
-// limited to the request's nodes.
-class CapturedLoad final : public CapturedState {
- public:
-  CapturedLoad(std::shared_ptr<const LoadSnapshot> snapshot,
-               std::shared_ptr<const BindLedger::View> binds, Clock::time_point now)
-      : snapshot_(std::move(snapshot)), binds_(std::move(binds)), now_(now) {}
-
-  std::string Encode(std::span<const std::string_view> nodes) const override {
-    nlohmann::json doc;
-    doc["sampleAgeNanos"] = nullptr;
-    nlohmann::json samples = nlohmann::json::object();
-    if (snapshot_ != nullptr) {
-      doc["sampleAgeNanos"] =
-          std::chrono::duration_cast<std::chrono::nanoseconds>(now_ - snapshot_->taken()).count();
-      for (std::string_view node : nodes) {
-        if (const NodeLoadSample* s = snapshot_->Find(node)) {
-          samples[std::string(node)] = {{"cpu", Number(s->cpu)},
-                                        {"cpuStddev", Number(s->cpu_stddev)},
-                                        {"memory", Number(s->memory)},
-                                        {"memoryStddev", Number(s->memory_stddev)}};
-        }
-      }
-    }
-    doc["nodes"] = std::move(samples);
-    nlohmann::json binds = nlohmann::json::array();
-    if (binds_ != nullptr) {
-      binds_->ForEach([&](const BindLedger::Entry& e) {
-        if (std::find(nodes.begin(), nodes.end(), e.node) == nodes.end()) {
-          return;
-        }
-        binds.push_back(
-            {{"node", e.node},
-             {"cpuMillis", e.cpu_millis},
-             {"memoryBytes", e.memory_bytes},
-             {"boundNanosAgo",
-              std::chrono::duration_cast<std::chrono::nanoseconds>(now_ - e.bound).count()}});
-      });
-    }
-    doc["binds"] = std::move(binds);
-    return doc.dump();
-  }
-
- private:
-  const std::shared_ptr<const LoadSnapshot> snapshot_;
-  const std::shared_ptr<const BindLedger::View> binds_;
-  const Clock::time_point now_;
-};
-
-// A sample value of a record: a number, or null for none.
-bool ReadSample(const nlohmann::json& doc, const char* key, double& out) {
-  if (!doc.contains(key) || doc[key].is_null()) {
-    out = kNoData;
-    return true;
-  }
-  if (!doc[key].is_number()) {
-    return false;
-  }
-  out = doc[key].get<double>();
-  return true;
-}
-
-StatusOr<std::unique_ptr<RestoredSources>> DecodeCapturedLoad(std::string_view text) {
-  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
-  auto invalid = [](std::string_view what) {
-    return InvalidArgumentError("NodeLoad state: " + std::string(what));
-  };
-  if (!doc.is_object() || !doc.contains("nodes") || !doc["nodes"].is_object() ||
-      !doc.contains("binds") || !doc["binds"].is_array() || !doc.contains("sampleAgeNanos")) {
-    return invalid("expected sampleAgeNanos, nodes and binds");
-  }
-  // Any fixed instant serves as the request's `now`: only differences count.
-  auto restored = std::make_unique<RestoredSources>();
-  restored->now = Clock::time_point() + std::chrono::hours(24 * 365);
-  if (!doc["sampleAgeNanos"].is_null()) {
-    if (!doc["sampleAgeNanos"].is_number_integer()) {
-      return invalid("sampleAgeNanos: expected an integer or null");
-    }
-    std::vector<std::pair<std::string, NodeLoadSample>> nodes;
-    for (const auto& [name, sample] : doc["nodes"].items()) {
-      NodeLoadSample s;
-      if (!sample.is_object() || !ReadSample(sample, "cpu", s.cpu) ||
-          !ReadSample(sample, "cpuStddev", s.cpu_stddev) ||
-          !ReadSample(sample, "memory", s.memory) ||
-          !ReadSample(sample, "memoryStddev", s.memory_stddev)) {
-        return invalid("nodes." + name + ": expected numbers or null");
-      }
-      nodes.emplace_back(name, s);
-    }
-    restored->snapshot = std::make_shared<const LoadSnapshot>(
-        std::move(nodes),
-        restored->now - std::chrono::nanoseconds(doc["sampleAgeNanos"].get<int64_t>()));
-  }
-  std::vector<BindLedger::Entry> entries;
-  for (const nlohmann::json& b : doc["binds"]) {
-    if (!b.is_object() || !b.contains("node") || !b["node"].is_string() ||
-        !b.contains("cpuMillis") || !b["cpuMillis"].is_number_integer() ||
-        !b.contains("memoryBytes") || !b["memoryBytes"].is_number_integer() ||
-        !b.contains("boundNanosAgo") || !b["boundNanosAgo"].is_number_integer()) {
-      return invalid("binds: expected node, cpuMillis, memoryBytes, boundNanosAgo");
-    }
-    BindLedger::Entry e;
-    e.node = b["node"].get<std::string>();
-    e.cpu_millis = b["cpuMillis"].get<int64_t>();
-    e.memory_bytes = b["memoryBytes"].get<int64_t>();
-    e.bound = restored->now - std::chrono::nanoseconds(b["boundNanosAgo"].get<int64_t>());
-    entries.push_back(std::move(e));
-  }
-  // The view's order (node, then bind time) is what SumSince searches.
-  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
-    return a.node != b.node ? a.node < b.node : a.bound < b.bound;
-  });
-  restored->binds = std::make_shared<const BindLedger::View>(std::move(entries));
-  return restored;
-}
 
 class NodeLoad final : public Policy,
                        public FilterHook,
@@ -433,11 +205,11 @@ class NodeLoad final : public Policy,
   // RequestStateRecorder
   std::shared_ptr<const CapturedState> Capture(const RequestState& state) const override {
     if (const NodeLoadState* s = state.GetAs<NodeLoadState>(this)) {
-      return std::make_shared<CapturedLoad>(s->seen, s->binds, s->now);
+      return CaptureLoad(s->seen, s->binds, s->now);
     }
     // The verb did not run this policy's hooks (no hot filter at filter):
     // its sources now, for a replay whose configuration does.
-    return std::make_shared<CapturedLoad>(sources_.snapshot(), ledger_->Current(), sources_.now());
+    return CaptureLoad(sources_.snapshot(), ledger_->Current(), sources_.now());
   }
   Status Restore(std::string_view json, RequestState& state) const override {
     SCHEDEXT_ASSIGN_OR_RETURN(std::unique_ptr<RestoredSources> restored, DecodeCapturedLoad(json));
@@ -477,26 +249,6 @@ class NodeLoad final : public Policy,
 
 }  // namespace
 
-LoadQueries DefaultQueries(Mode mode, const std::string& node_label) {
-  const std::string cpu = "100 * (1 - avg by (" + node_label +
-                          ") (rate(node_cpu_seconds_total{mode=\"idle\"}[2m])))";
-  const std::string memory = "100 * (1 - sum by (" + node_label +
-                             ") (node_memory_MemAvailable_bytes) / sum by (" + node_label +
-                             ") (node_memory_MemTotal_bytes))";
-  LoadQueries q;
-  if (mode == Mode::kTargetLoadPacking) {
-    q.cpu = cpu;
-    q.memory = memory;
-  } else {
-    // Trimaran's load-watcher reports average and deviation over 15 minutes.
-    q.cpu = "avg_over_time((" + cpu + ")[15m:1m])";
-    q.cpu_stddev = "stddev_over_time((" + cpu + ")[15m:1m])";
-    q.memory = "avg_over_time((" + memory + ")[15m:1m])";
-    q.memory_stddev = "stddev_over_time((" + memory + ")[15m:1m])";
-  }
-  return q;
-}
-
 void PodEstimate(const NodeLoadSpec& spec, const model::PodInfo& pod, int64_t& cpu_millis,
                  int64_t& memory_bytes) {
   cpu_millis = spec.mode == Mode::kTargetLoadPacking
@@ -506,228 +258,11 @@ void PodEstimate(const NodeLoadSpec& spec, const model::PodInfo& pod, int64_t& c
   memory_bytes = pod.requests.memory;
 }
 
-StatusOr<NodeLoadSpec> ParseNodeLoadArgs(const nlohmann::json& args,
-                                         const PolicyContext& context) {
-  SCHEDEXT_ASSIGN_OR_RETURN(
-      ArgsReader reader,
-      ArgsReader::Make(args, context.args_path,
-                       {"mode", "prometheus", "queries", "nodeLabel", "trimPort",
-                        "pollIntervalSeconds", "maxAgeSeconds", "bindSettleSeconds",
-                        "neutralScore", "hotCpuPercent", "hotMemoryPercent", "targetUtilization",
-                        "defaultCpuRequest", "defaultRequestsMultiplier", "safeVarianceMargin",
-                        "safeVarianceSensitivity"}));
-  NodeLoadSpec spec;
-  SCHEDEXT_ASSIGN_OR_RETURN(std::optional<std::string_view> mode,
-                            reader.Enum("mode", {kTargetLoadPacking, kRiskBalancing}));
-  spec.mode = mode.has_value() && *mode == kRiskBalancing ? Mode::kLoadVariationRiskBalancing
-                                                          : Mode::kTargetLoadPacking;
-
-  // prometheus
-  SCHEDEXT_ASSIGN_OR_RETURN(
-      std::optional<ArgsReader> prometheus,
-      reader.Object("prometheus", {"url", "bearerTokenFile", "caFile", "timeoutSeconds"}));
-  if (!prometheus.has_value()) {
-    return reader.FieldError("prometheus", "required (an object with at least url)");
-  }
-  SCHEDEXT_ASSIGN_OR_RETURN(spec.prometheus.url, prometheus->RequiredString("url"));
-  StatusOr<PrometheusUrl> url = ParsePrometheusUrl(spec.prometheus.url);
-  if (!url.ok()) {
-    return prometheus->FieldError("url", "\"" + spec.prometheus.url + "\" " +
-                                             std::string(url.status().message()));
-  }
-  SCHEDEXT_ASSIGN_OR_RETURN(std::optional<std::string> token,
-                            prometheus->String("bearerTokenFile"));
-  if (token.has_value()) {
-    if (token->empty() || !Readable(*token)) {
-      return prometheus->FieldError("bearerTokenFile", "cannot read \"" + *token + "\"");
-    }
-    spec.prometheus.bearer_token_file = *token;
-  }
-  SCHEDEXT_ASSIGN_OR_RETURN(std::optional<std::string> ca, prometheus->String("caFile"));
-  if (ca.has_value()) {
-    if (!url->tls) {
-      return prometheus->FieldError("caFile", "needs an https:// url");
-    }
-    if (ca->empty() || !Readable(*ca)) {
-      return prometheus->FieldError("caFile", "cannot read \"" + *ca + "\"");
-    }
-    spec.prometheus.ca_file = *ca;
-  }
-  SCHEDEXT_ASSIGN_OR_RETURN(std::optional<milliseconds> timeout,
-                            Seconds(*prometheus, "timeoutSeconds", 0, false, 300));
-  spec.prometheus.timeout = timeout.value_or(milliseconds(5000));
-
-  // how series map to nodes
-  SCHEDEXT_ASSIGN_OR_RETURN(std::optional<std::string> label, reader.String("nodeLabel"));
-  if (label.has_value()) {
-    if (!IsLabelName(*label)) {
-      return reader.FieldError("nodeLabel", "\"" + *label +
-                                                "\" is not a Prometheus label name "
-                                                "([a-zA-Z_][a-zA-Z0-9_]*)");
-    }
-    spec.node_label = *label;
-  }
-  SCHEDEXT_ASSIGN_OR_RETURN(spec.trim_port, reader.Bool("trimPort", true));
-
-  // queries
-  const bool risk = spec.mode == Mode::kLoadVariationRiskBalancing;
-  spec.queries = DefaultQueries(spec.mode, spec.node_label);
-  SCHEDEXT_ASSIGN_OR_RETURN(
-      std::optional<ArgsReader> queries,
-      reader.Object("queries", {"cpu", "memory", "cpuStddev", "memoryStddev"}));
-  if (queries.has_value()) {
-    struct Field {
-      std::string_view key;
-      std::string* target;
-    };
-    const Field fields[] = {{"cpu", &spec.queries.cpu},
-                            {"memory", &spec.queries.memory},
-                            {"cpuStddev", &spec.queries.cpu_stddev},
-                            {"memoryStddev", &spec.queries.memory_stddev}};
-    for (const Field& f : fields) {
-      if (!risk && (f.key == "cpuStddev" || f.key == "memoryStddev")) {
-        SCHEDEXT_RETURN_IF_ERROR(OnlyInMode(*queries, f.key, kRiskBalancing));
-      }
-      SCHEDEXT_ASSIGN_OR_RETURN(std::optional<std::string> q, queries->String(f.key));
-      if (q.has_value()) {
-        if (q->find_first_not_of(" \t\n") == std::string::npos) {
-          return queries->FieldError(f.key, "must not be empty");
-        }
-        *f.target = *q;
-      }
-    }
-  }
-
-  // timing
-  SCHEDEXT_ASSIGN_OR_RETURN(std::optional<milliseconds> poll,
-                            Seconds(reader, "pollIntervalSeconds", 0, false, 3600));
-  spec.poll_interval = poll.value_or(milliseconds(15000));
-  SCHEDEXT_ASSIGN_OR_RETURN(std::optional<milliseconds> max_age,
-                            Seconds(reader, "maxAgeSeconds", 0, false, 86400));
-  spec.max_age = max_age.value_or(4 * spec.poll_interval);
-  if (spec.max_age < spec.poll_interval) {
-    return reader.FieldError("maxAgeSeconds",
-                             "must not be below pollIntervalSeconds (every sample would be "
-                             "stale before the next poll)");
-  }
-  SCHEDEXT_ASSIGN_OR_RETURN(std::optional<milliseconds> settle,
-                            Seconds(reader, "bindSettleSeconds", 0, true, 3600));
-  spec.bind_settle = settle.value_or(milliseconds(60000));
-
-  // scores and filters
-  SCHEDEXT_ASSIGN_OR_RETURN(std::optional<int64_t> neutral,
-                            reader.Int("neutralScore", 0, kMaxNodeScore));
-  spec.neutral_score = neutral.value_or(50);
-  SCHEDEXT_ASSIGN_OR_RETURN(spec.hot_cpu_percent,
-                            Bounded(reader, "hotCpuPercent", 0, false, 100, true));
-  SCHEDEXT_ASSIGN_OR_RETURN(spec.hot_memory_percent,
-                            Bounded(reader, "hotMemoryPercent", 0, false, 100, true));
-
-  if (risk) {
-    for (std::string_view key :
-         {"targetUtilization", "defaultCpuRequest", "defaultRequestsMultiplier"}) {
-      SCHEDEXT_RETURN_IF_ERROR(OnlyInMode(reader, key, kTargetLoadPacking));
-    }
-    SCHEDEXT_ASSIGN_OR_RETURN(std::optional<double> margin,
-                              Bounded(reader, "safeVarianceMargin", 0, true, 100, true));
-    spec.safe_variance_margin = margin.value_or(kDefaultSafeVarianceMargin);
-    SCHEDEXT_ASSIGN_OR_RETURN(std::optional<double> sensitivity,
-                              Bounded(reader, "safeVarianceSensitivity", 0, true, 100, true));
-    spec.safe_variance_sensitivity = sensitivity.value_or(kDefaultSafeVarianceSensitivity);
-  } else {
-    for (std::string_view key : {"safeVarianceMargin", "safeVarianceSensitivity"}) {
-      SCHEDEXT_RETURN_IF_ERROR(OnlyInMode(reader, key, kRiskBalancing));
-    }
-    SCHEDEXT_ASSIGN_OR_RETURN(std::optional<double> target,
-                              Bounded(reader, "targetUtilization", 0, false, 100, false));
-    spec.target_utilization = target.value_or(kDefaultTargetUtilization);
-    SCHEDEXT_ASSIGN_OR_RETURN(std::optional<std::string> cpu,
-                              reader.String("defaultCpuRequest"));
-    if (cpu.has_value()) {
-      StatusOr<int64_t> millis = model::ParseResourceAmount(model::kResourceCpu, *cpu);
-      if (!millis.ok()) {
-        return reader.FieldError("defaultCpuRequest", millis.status().message());
-      }
-      if (*millis < 0) {
-        return reader.FieldError("defaultCpuRequest", "must not be negative");
-      }
-      spec.default_cpu_request_millis = *millis;
-    }
-    SCHEDEXT_ASSIGN_OR_RETURN(std::optional<double> multiplier,
-                              Bounded(reader, "defaultRequestsMultiplier", 1, true, 1000, true));
-    spec.requests_multiplier = multiplier.value_or(kDefaultRequestsMultiplier);
-  }
-  return spec;
-}
-
 std::unique_ptr<Policy> MakeNodeLoad(NodeLoadSpec spec, LoadSources sources,
                                      std::shared_ptr<BindLedger> ledger,
                                      std::shared_ptr<void> keep_alive) {
   return std::make_unique<NodeLoad>(std::move(spec), std::move(sources), std::move(ledger),
                                     std::move(keep_alive));
-}
-
-
-PollerTask::PollerTask(std::shared_ptr<LoadPoller> poller) : poller_(std::move(poller)) {}
-
-Status PollerTask::Start() {
-  poller_->Start();
-  return OkStatus();
-}
-
-void PollerTask::Stop() { poller_->Stop(); }
-
-void NodeLoadMetrics::Add(std::string instance, std::shared_ptr<const LoadPoller> poller,
-                          std::shared_ptr<const BindLedger> ledger) {
-  std::lock_guard<std::mutex> lock(mu_);
-  instances_.push_back({std::move(instance), std::move(poller), std::move(ledger)});
-}
-
-void NodeLoadMetrics::Write(std::string& out) const {
-  struct Row {
-    std::string label;
-    PollerStats stats;
-    size_t binds;
-  };
-  std::vector<Row> rows;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const Instance& i : instances_) {
-      rows.push_back({"{policy=\"" + i.name + "\"}", i.poller->stats(), i.ledger->Current()->size()});
-    }
-  }
-  const Clock::time_point now = Clock::now();
-  auto family = [&](const char* name, const char* type, const char* help, auto value) {
-    out.append("# HELP ").append(name).append(" ").append(help).append("\n");
-    out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
-    for (const Row& r : rows) {
-      std::optional<double> v = value(r);
-      if (v.has_value()) {
-        out.append(name).append(r.label).append(" ").append(FormatNumber(*v)).append("\n");
-      }
-    }
-  };
-  family("schedext_nodeload_polls_total", "counter", "Rounds of Prometheus queries run.",
-         [](const Row& r) { return std::optional<double>(static_cast<double>(r.stats.polls)); });
-  family("schedext_nodeload_query_errors_total", "counter",
-         "Prometheus queries that failed (transport, HTTP status or reply).", [](const Row& r) {
-           return std::optional<double>(static_cast<double>(r.stats.query_errors));
-         });
-  family("schedext_nodeload_sample_age_seconds", "gauge",
-         "Age of the load sample in use (absent before the first one).",
-         [&](const Row& r) -> std::optional<double> {
-           if (!r.stats.last_success.has_value()) {
-             return std::nullopt;
-           }
-           return std::chrono::duration<double>(now - *r.stats.last_success).count();
-         });
-  family("schedext_nodeload_nodes_with_data", "gauge",
-         "Nodes the load sample in use has data for.", [](const Row& r) {
-           return std::optional<double>(static_cast<double>(r.stats.nodes_with_data));
-         });
-  family("schedext_nodeload_recent_binds", "gauge",
-         "Pods bound recently enough to be counted with their requests.",
-         [](const Row& r) { return std::optional<double>(static_cast<double>(r.binds)); });
 }
 
 }  // namespace nodeload

@@ -16,6 +16,11 @@
 // (its nodes' samples, the sample's age, the binds on its nodes and their
 // ages), so that `schedext replay` scores against them instead of polling.
 //
+// The folder: args.h (the args below, validated), formulas.h (Trimaran's
+// scores), prometheus.h and load_poller.h (the background reader),
+// bind_ledger.h (recent binds), recorded_load.h (the record's format),
+// metrics.h (the metric families); this header and nodeload.cc: the policy.
+//
 // args (JSON object; unknown keys are errors; docs/nodeload.md has examples):
 //   mode:        "TargetLoadPacking" (default) | "LoadVariationRiskBalancing"
 //   prometheus:  {url (required), bearerTokenFile, caFile, timeoutSeconds (5)}
@@ -34,21 +39,15 @@
 #ifndef SCHEDEXT_POLICY_BUILTIN_NODELOAD_NODELOAD_H_
 #define SCHEDEXT_POLICY_BUILTIN_NODELOAD_NODELOAD_H_
 
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json_fwd.hpp>
-#include <optional>
 #include <string>
-#include <string_view>
-#include <vector>
 
+#include "policy/builtin/nodeload/args.h"
 #include "policy/builtin/nodeload/bind_ledger.h"
 #include "policy/builtin/nodeload/load_poller.h"
-#include "policy/builtin/nodeload/prometheus.h"
-#include "schedext/policy/background.h"
 #include "schedext/policy/handle.h"
 #include "schedext/policy/policy.h"
 #include "schedext/policy/registry.h"
@@ -66,34 +65,6 @@ StatusOr<std::unique_ptr<Policy>> NewNodeLoad(const nlohmann::json& args,
 
 namespace nodeload {
 
-enum class Mode { kTargetLoadPacking, kLoadVariationRiskBalancing };
-
-// The validated args.
-struct NodeLoadSpec {
-  Mode mode = Mode::kTargetLoadPacking;
-  PrometheusEndpoint prometheus;
-  LoadQueries queries;  // defaults filled in
-  std::string node_label = "instance";
-  bool trim_port = true;
-  std::chrono::milliseconds poll_interval{15000};
-  std::chrono::milliseconds max_age{60000};
-  std::chrono::milliseconds bind_settle{60000};
-  int64_t neutral_score = 50;
-  std::optional<double> hot_cpu_percent;
-  std::optional<double> hot_memory_percent;
-  double target_utilization = 40;
-  int64_t default_cpu_request_millis = 1000;
-  double requests_multiplier = 1.5;
-  double safe_variance_margin = 1;
-  double safe_variance_sensitivity = 1;
-};
-
-StatusOr<NodeLoadSpec> ParseNodeLoadArgs(const nlohmann::json& args,
-                                         const PolicyContext& context);
-
-// The default queries for `mode`, aggregating by `node_label`.
-LoadQueries DefaultQueries(Mode mode, const std::string& node_label);
-
 // Where the policy reads its data: the latest load snapshot (null: none) and
 // the clock that ages it.
 struct LoadSources {
@@ -106,43 +77,6 @@ struct LoadSources {
 std::unique_ptr<Policy> MakeNodeLoad(NodeLoadSpec spec, LoadSources sources,
                                      std::shared_ptr<BindLedger> ledger,
                                      std::shared_ptr<void> keep_alive);
-
-// The poller as the handle's BackgroundTask: started and stopped by the
-// handle's owner.
-class PollerTask final : public BackgroundTask {
- public:
-  explicit PollerTask(std::shared_ptr<LoadPoller> poller);
-  std::string_view Name() const override { return "NodeLoad poller"; }
-  Status Start() override;
-  void Stop() override;
-
- private:
-  const std::shared_ptr<LoadPoller> poller_;
-};
-
-// The metric families of every NodeLoad instance (one writer for all, shared
-// through PolicyHandle::Shared, so each family appears once), labelled
-// policy="profiles[i].policies[j]":
-//   schedext_nodeload_polls_total, schedext_nodeload_query_errors_total,
-//   schedext_nodeload_sample_age_seconds, schedext_nodeload_nodes_with_data,
-//   schedext_nodeload_recent_binds.
-// Thread-safety: Add from factories, Write from any thread.
-class NodeLoadMetrics {
- public:
-  void Add(std::string instance, std::shared_ptr<const LoadPoller> poller,
-           std::shared_ptr<const BindLedger> ledger);
-  // Appends the families in the Prometheus text format.
-  void Write(std::string& out) const;
-
- private:
-  struct Instance {
-    std::string name;
-    std::shared_ptr<const LoadPoller> poller;
-    std::shared_ptr<const BindLedger> ledger;
-  };
-  mutable std::mutex mu_;
-  std::vector<Instance> instances_;
-};
 
 // What NodeLoad adds to a node's estimate for a bound pod: CPU as the mode
 // predicts it (TargetLoadPacking: Trimaran's PredictUtilisation; risk
