@@ -17,6 +17,7 @@
 
 #include "schedext/policy/recorded_state.h"
 #include "schedext/record/record_file.h"
+#include "schedext/server/service.h"
 #include "schedext/wire/decoder.h"
 #include "schedext/wire/request_buffer.h"
 
@@ -25,7 +26,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr std::string_view kUnknownNode = "node(s) unknown to schedext";
 constexpr std::string_view kBindNotReplayed =
     "bind is not replayed (it has side effects: pod annotations and a Binding through the API "
     "server)";
@@ -269,7 +269,7 @@ void ReplayArgs(const Record& record, const pipeline::Profile& profile, const Co
     r.replay_micros = MicrosSince(start);
     std::map<std::string, NodeVerdict> now;
     for (uint32_t i = 0; i < args.node_names.size(); ++i) {
-      now[std::string(args.node_names[i])] = {"unresolvable", std::string(kUnknownNode)};
+      now[std::string(args.node_names[i])] = {"unresolvable", std::string(server::kUnknownNodeReason)};
     }
     for (uint32_t k : outcome.passed) {
       now[std::string(args.node_names[node_index[k]])] = {"pass", ""};
@@ -319,7 +319,7 @@ void ReplayArgs(const Record& record, const pipeline::Profile& profile, const Co
           (policy.empty() ? Describe(is) : is.kind + " by " + policy + " \"" + is.reason + "\"");
       if (was.kind == "pass") {
         report.newly_rejected++;
-        report.newly_rejected_by[policy.empty() ? std::string(kUnknownNode) : policy]++;
+        report.newly_rejected_by[policy.empty() ? std::string(server::kUnknownNodeReason) : policy]++;
       } else if (is.kind == "pass") {
         report.newly_accepted++;
         report.newly_accepted_from[was.reason]++;
