@@ -487,39 +487,39 @@ class ClusterCache::Feed final : public InformerHandler {
   Feed(ClusterCache& cache, size_t watch) : cache_(cache), watch_(watch) {}
 
   void OnReplace(ResourceKind /*kind*/, std::vector<InformerObject> objects) override {
-    std::vector<const model::OwnedConfigMap*> config_maps;
-    config_maps.reserve(objects.size());
+    std::vector<wire::RawObject> views;
+    views.reserve(objects.size());
     for (const InformerObject& object : objects) {
-      if (object.config_map != nullptr) {
-        config_maps.push_back(object.config_map.get());
+      if (object.object != nullptr) {
+        views.push_back(object.object->view());
       }
     }
     cache_.ApplyWatch(
         watch_,
         [&](policy::WatchHandler& handler, policy::NodeRefresher& refresh) {
-          handler.OnReplace(config_maps, refresh);
+          handler.OnReplace(views, refresh);
         },
         /*replace=*/true);
   }
   void OnUpsert(ResourceKind /*kind*/, InformerObject object) override {
-    if (object.config_map == nullptr) {
+    if (object.object == nullptr) {
       return;
     }
     cache_.ApplyWatch(
         watch_,
         [&](policy::WatchHandler& handler, policy::NodeRefresher& refresh) {
-          handler.OnUpsert(*object.config_map, refresh);
+          handler.OnUpsert(object.object->view(), refresh);
         },
         /*replace=*/false);
   }
   void OnDelete(ResourceKind /*kind*/, InformerObject object) override {
-    if (object.config_map == nullptr) {
+    if (object.object == nullptr) {
       return;
     }
     cache_.ApplyWatch(
         watch_,
         [&](policy::WatchHandler& handler, policy::NodeRefresher& refresh) {
-          handler.OnDelete(*object.config_map, refresh);
+          handler.OnDelete(object.object->view(), refresh);
         },
         /*replace=*/false);
   }
@@ -629,7 +629,7 @@ void ClusterCache::OnReplace(ResourceKind kind, std::vector<InformerObject> obje
     case ResourceKind::kPods:
       index_->ReplacePods(objects);
       break;
-    case ResourceKind::kConfigMaps:
+    case ResourceKind::kObjects:
       break;  // only through WatchFeed
   }
   PublishLocked();
@@ -652,7 +652,7 @@ void ClusterCache::OnUpsert(ResourceKind kind, InformerObject object) {
         index_->UpsertPod(std::move(object.pod));
       }
       break;
-    case ResourceKind::kConfigMaps:
+    case ResourceKind::kObjects:
       break;  // only through WatchFeed
   }
   PublishLocked();
@@ -673,7 +673,7 @@ void ClusterCache::OnDelete(ResourceKind kind, InformerObject object) {
         index_->DeletePod(*object.pod);
       }
       break;
-    case ResourceKind::kConfigMaps:
+    case ResourceKind::kObjects:
       break;  // only through WatchFeed
   }
   PublishLocked();
