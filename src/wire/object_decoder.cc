@@ -420,8 +420,9 @@ Status ObjectDecoder::DecodeObjectEvent(const RequestBuffer& line, WatchEvent& e
   return status;
 }
 
-Status ObjectDecoder::DecodeStringMap(std::string_view object_json, std::string_view field,
-                                      std::vector<std::pair<std::string_view, std::string_view>>& out) {
+Status ObjectDecoder::DecodeStringMap(
+    std::string_view object_json, std::string_view field,
+    std::vector<std::pair<std::string_view, std::string_view>>& out) {
   Impl& d = *impl_;
   out.clear();
   d.scratch.Clear();
