@@ -405,7 +405,10 @@ class Informer::Run {
 };
 
 Informer::Informer(KubeClient& client, InformerHandler& handler, InformerOptions options)
-    : client_(client), handler_(handler), options_(std::move(options)) {}
+    : client_(client), handler_(handler), options_(std::move(options)) {
+  // Objects of other resources have no default collection.
+  assert(options_.kind != ResourceKind::kObjects || !options_.path.empty());
+}
 
 Informer::~Informer() { Stop(); }
 
