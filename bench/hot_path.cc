@@ -158,7 +158,7 @@ Status FillCache(const PayloadSet& set, const Options& o, size_t watches,
   cache.OnReplace(cluster::ResourceKind::kNodes, std::move(nodes));
   cache.OnReplace(cluster::ResourceKind::kPods, std::move(pods));
   for (size_t w = 0; w < watches; ++w) {
-    cache.WatchFeed(w).OnReplace(cluster::ResourceKind::kConfigMaps, {});
+    cache.WatchFeed(w).OnReplace(cluster::ResourceKind::kObjects, {});
   }
   return cache.Synced() ? OkStatus() : InternalError("cache not synced after the first lists");
 }

@@ -1,12 +1,13 @@
 // Fuzz target: wire::ObjectDecoder, the decoder of the informers' LIST pages
 // and watch event lines, on one input taken as each of the six documents it
-// reads (node, pod and config map lists; node, pod and config map events), on
-// one decoder as an informer thread reuses it.
+// reads (node, pod and raw object lists; node, pod and raw object events), on
+// one decoder as an informer thread reuses it; each raw object's "data" is
+// then read as a string map, as GpuShare reads its ConfigMaps.
 //
 // Checks, beyond sanitizer reports:
 // * every item handed to a callback and every event object is deep-copied
-//   (OwnedNode / OwnedPod / OwnedConfigMap), so a view into freed memory is an
-//   AddressSanitizer report; raw node spans lie inside the page;
+//   (OwnedNode / OwnedPod / OwnedObject), so a view into freed memory is an
+//   AddressSanitizer report; raw node and object spans lie inside the page;
 // * failures are kInvalidArgument and start with "decode <what>: "; a callback
 //   that stops the walk (at an item chosen from the input) gives kInternal;
 // * decoding the same bytes again after the other documents gives the same
@@ -16,8 +17,11 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "fuzz_support.h"
+#include "schedext/cluster/informer.h"
 #include "schedext/model/owned.h"
 #include "schedext/status.h"
 #include "schedext/wire/object_decoder.h"
@@ -87,16 +91,32 @@ void CopyPod(const wire::PodObject& pod, std::string& out) {
   out.append(std::to_string(owned.info().requests.memory)).push_back(owned.deleting() ? 'D' : 'd');
 }
 
-void CopyConfigMap(const wire::ConfigMapObject& map, std::string& out) {
-  model::OwnedConfigMap owned{std::string(map.namespace_name), std::string(map.name),
-                              std::string(map.resource_version), {}};
-  for (const auto& [key, value] : map.data) {
-    owned.data.emplace_back(key, value);
+// An object of a generic watch: owned as the informer owns it, then its
+// "data" read as the watcher reads it (on a decoder of its own).
+void CopyRaw(const wire::RawObject& object, const wire::RequestBuffer& page, std::string& out) {
+  if (!object.json.empty()) {
+    SCHEDEXT_FUZZ_CHECK(object.json.data() >= page.data() &&
+                            object.json.data() + object.json.size() <= page.data() + page.size(),
+                        "raw object span outside the page");
   }
-  AppendField(owned.namespace_name, out);
-  AppendField(owned.name, out);
-  AppendField(owned.resource_version, out);
-  for (const auto& [key, value] : owned.data) {
+  const cluster::OwnedObject owned(object);
+  AppendField(owned.view().namespace_name, out);
+  AppendField(owned.view().name, out);
+  AppendField(owned.view().resource_version, out);
+  AppendField(owned.view().json, out);
+  if (owned.view().json.empty()) {
+    return;
+  }
+  wire::ObjectDecoder data_decoder;
+  std::vector<std::pair<std::string_view, std::string_view>> data;
+  const Status status = data_decoder.DecodeStringMap(owned.view().json, "data", data);
+  if (!status.ok()) {
+    SCHEDEXT_FUZZ_CHECK(status.code() == StatusCode::kInvalidArgument, status.message());
+    CheckError(status, "object");
+    out.append(status.message());
+    return;
+  }
+  for (const auto& [key, value] : data) {
     AppendField(key, out);
     AppendField(value, out);
   }
@@ -141,11 +161,11 @@ std::string DecodeAll(wire::ObjectDecoder& decoder, const wire::RequestBuffer& p
       CopyPod);
   out += '\n';
   out += DecodeList(
-      "ConfigMapList", stop_at,
+      "list", stop_at,
       [&](wire::ListMeta& meta, auto&& on_item) {
-        return decoder.DecodeConfigMapList(page, meta, on_item);
+        return decoder.DecodeObjectList(page, meta, on_item);
       },
-      CopyConfigMap);
+      [&](const wire::RawObject& object, std::string& text) { CopyRaw(object, page, text); });
   out += '\n';
   out += DecodeEvent<wire::NodeObject>(
       "node watch event",
@@ -161,12 +181,12 @@ std::string DecodeAll(wire::ObjectDecoder& decoder, const wire::RequestBuffer& p
       },
       CopyPod);
   out += '\n';
-  out += DecodeEvent<wire::ConfigMapObject>(
-      "config map watch event",
-      [&](wire::WatchEvent& event, wire::ConfigMapObject& map) {
-        return decoder.DecodeConfigMapEvent(page, event, map);
+  out += DecodeEvent<wire::RawObject>(
+      "watch event",
+      [&](wire::WatchEvent& event, wire::RawObject& object) {
+        return decoder.DecodeObjectEvent(page, event, object);
       },
-      CopyConfigMap);
+      [&](const wire::RawObject& object, std::string& text) { CopyRaw(object, page, text); });
   return out;
 }
 

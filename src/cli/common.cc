@@ -6,7 +6,7 @@
 
 #include "schedext/cli/commands.h"
 #include "schedext/model/owned.h"
-#include "schedext/policy/registry.h"
+#include "schedext/pipeline/profile_set.h"
 #include "schedext/wire/object_decoder.h"
 #include "schedext/wire/request_buffer.h"
 
@@ -14,21 +14,16 @@ namespace schedext::cli {
 
 StatusOr<LoadedConfig> LoadProfiles(const std::string& path) {
   SCHEDEXT_ASSIGN_OR_RETURN(config::Config config, config::LoadConfigFile(path));
-  policy::Registry registry;
-  SCHEDEXT_RETURN_IF_ERROR(policy::RegisterBuiltinPolicies(registry));
   LoadedConfig loaded;
   loaded.host = std::make_unique<policy::PolicyHost>();
-  for (size_t i = 0; i < config.profiles.size(); ++i) {
-    auto profile = pipeline::Profile::Build(
-        config.profiles[i], registry, "profiles[" + std::to_string(i) + "]", loaded.host.get());
-    if (!profile.ok()) {
-      return profile.status().WithContext(path);
-    }
-    if (config.profiles[i].name == config.default_profile) {
-      loaded.default_profile = i;
-    }
-    loaded.profiles.push_back(std::move(profile).value());
+  policy::Registry registry;
+  SCHEDEXT_RETURN_IF_ERROR(policy::RegisterBuiltinPolicies(registry));
+  auto built = pipeline::BuildProfileSet(config, registry, loaded.host.get(), /*intern=*/false);
+  if (!built.ok()) {
+    return built.status().WithContext(path);
   }
+  loaded.profiles = std::move(built->profiles);
+  loaded.default_profile = built->default_profile;
   loaded.config = std::move(config);
   return loaded;
 }
@@ -93,7 +88,7 @@ StatusOr<std::unique_ptr<cluster::ClusterCache>> OfflineCache(std::string_view n
   cache->OnReplace(cluster::ResourceKind::kPods, std::move(pods));
   // The policies' extra watches have nothing offline: synced empty.
   for (size_t i = 0; i < options.watches.size(); ++i) {
-    cache->WatchFeed(i).OnReplace(cluster::ResourceKind::kConfigMaps, {});
+    cache->WatchFeed(i).OnReplace(cluster::ResourceKind::kObjects, {});
   }
   return cache;
 }

@@ -24,28 +24,7 @@ constexpr int kHttpGone = 410;
 using internal::PercentEncode;
 
 std::string_view DefaultPath(ResourceKind kind) {
-  switch (kind) {
-    case ResourceKind::kNodes:
-      return "/api/v1/nodes";
-    case ResourceKind::kPods:
-      return "/api/v1/pods";
-    case ResourceKind::kConfigMaps:
-      return "/api/v1/configmaps";
-  }
-  return "/api/v1/pods";
-}
-
-// The cache keeps config maps for as long as they exist: own the strings.
-std::shared_ptr<const model::OwnedConfigMap> OwnConfigMap(const wire::ConfigMapObject& object) {
-  auto owned = std::make_shared<model::OwnedConfigMap>();
-  owned->namespace_name.assign(object.namespace_name);
-  owned->name.assign(object.name);
-  owned->resource_version.assign(object.resource_version);
-  owned->data.reserve(object.data.size());
-  for (const auto& [key, value] : object.data) {
-    owned->data.emplace_back(std::string(key), std::string(value));
-  }
-  return owned;
+  return kind == ResourceKind::kNodes ? "/api/v1/nodes" : "/api/v1/pods";
 }
 
 }  // namespace
@@ -56,10 +35,29 @@ std::string_view ResourceKindName(ResourceKind kind) {
       return "nodes";
     case ResourceKind::kPods:
       return "pods";
-    case ResourceKind::kConfigMaps:
-      return "configmaps";
+    case ResourceKind::kObjects:
+      return "objects";
   }
   return "unknown";
+}
+
+OwnedObject::OwnedObject(const wire::RawObject& object) {
+  arena_.reserve(object.namespace_name.size() + object.name.size() +
+                 object.resource_version.size() + object.json.size());
+  const auto keep = [this](std::string_view text) {
+    const size_t at = arena_.size();
+    arena_.append(text);
+    return at;
+  };
+  const size_t ns = keep(object.namespace_name);
+  const size_t name = keep(object.name);
+  const size_t rv = keep(object.resource_version);
+  const size_t json = keep(object.json);
+  const std::string_view all(arena_);
+  view_.namespace_name = all.substr(ns, object.namespace_name.size());
+  view_.name = all.substr(name, object.name.size());
+  view_.resource_version = all.substr(rv, object.resource_version.size());
+  view_.json = all.substr(json, object.json.size());
 }
 
 // The loop's own state: touched only by the informer thread.
@@ -69,6 +67,7 @@ class Informer::Run {
       : in_(informer),
         opts_(informer.options_),
         path_(opts_.path.empty() ? std::string(DefaultPath(opts_.kind)) : opts_.path),
+        name_(opts_.name.empty() ? std::string(ResourceKindName(opts_.kind)) : opts_.name),
         rng_(opts_.seed != 0 ? opts_.seed : std::random_device{}()) {}
 
   void Loop() {
@@ -136,7 +135,7 @@ class Informer::Run {
 
   // Records a failure and waits the backoff.
   void Failure(const Status& status) {
-    spdlog::warn("informer {}: {}", ResourceKindName(opts_.kind), status.message());
+    spdlog::warn("informer {}: {}", name_, status.message());
     {
       std::lock_guard<std::mutex> lock(in_.mu_);
       ++in_.stats_.failures;
@@ -185,13 +184,11 @@ class Informer::Run {
         return true;
       });
     }
-    if (opts_.kind == ResourceKind::kConfigMaps) {
-      return decoder_.DecodeConfigMapList(buffer_, meta,
-                                          [&](const wire::ConfigMapObject& config_map) {
-                                            objects.push_back(
-                                                {nullptr, nullptr, OwnConfigMap(config_map)});
-                                            return true;
-                                          });
+    if (opts_.kind == ResourceKind::kObjects) {
+      return decoder_.DecodeObjectList(buffer_, meta, [&](const wire::RawObject& object) {
+        objects.push_back({nullptr, nullptr, std::make_shared<const OwnedObject>(object)});
+        return true;
+      });
     }
     return decoder_.DecodePodList(buffer_, meta, [&](const wire::PodObject& pod) {
       objects.push_back({nullptr, std::make_shared<const model::OwnedPod>(
@@ -220,7 +217,7 @@ class Informer::Run {
       }
       StatusOr<HttpResult> reply = in_.client_.Get(Query(first));
       if (!reply.ok()) {
-        return reply.status().WithContext("list " + std::string(ResourceKindName(opts_.kind)));
+        return reply.status().WithContext("list " + std::string(name_));
       }
       if (reply->status == kHttpGone && !continue_token.empty() && restarts < 3) {
         // The continue token expired (the pager's fallback): start over.
@@ -230,7 +227,7 @@ class Informer::Run {
         continue;
       }
       if (reply->status != kHttpOk) {
-        return UnavailableError("list " + std::string(ResourceKindName(opts_.kind)) + ": HTTP " +
+        return UnavailableError("list " + std::string(name_) + ": HTTP " +
                                 std::to_string(reply->status) + ": " + reply->body.substr(0, 256));
       }
       buffer_.Clear();
@@ -263,7 +260,7 @@ class Informer::Run {
       }
     }
     spdlog::info("informer {}: listed {} objects at resourceVersion {}",
-                 ResourceKindName(opts_.kind), count, resource_version_);
+                 name_, count, resource_version_);
     return OkStatus();
   }
 
@@ -301,23 +298,23 @@ class Informer::Run {
     });
     if (verdict.has_value()) {
       if (!error.ok()) {
-        spdlog::warn("informer {}: {}; relisting", ResourceKindName(opts_.kind), error.message());
+        spdlog::warn("informer {}: {}; relisting", name_, error.message());
         RecordFailure(error);
       } else if (*verdict == WatchEnd::kRelist) {
         spdlog::warn("informer {}: resourceVersion {} is gone; relisting",
-                     ResourceKindName(opts_.kind), resource_version_);
+                     name_, resource_version_);
       }
       return *verdict;
     }
     if (ended.code() == StatusCode::kFailedPrecondition) {
       // The client's code for an HTTP 410 on the WATCH request.
-      spdlog::warn("informer {}: watch: {}; relisting", ResourceKindName(opts_.kind),
+      spdlog::warn("informer {}: watch: {}; relisting", name_,
                    ended.message());
       return WatchEnd::kRelist;
     }
     if (!ended.ok()) {
       spdlog::warn("informer {}: watch: {}; resuming from resourceVersion {}",
-                   ResourceKindName(opts_.kind), ended.message(), resource_version_);
+                   name_, ended.message(), resource_version_);
       RecordFailure(ended);
       return WatchEnd::kResumeAfterBackoff;
     }
@@ -345,12 +342,12 @@ class Informer::Run {
         object.node = std::make_shared<const model::OwnedNode>(node_.info, node_.resource_version,
                                                                node_.deleting);
       }
-    } else if (opts_.kind == ResourceKind::kConfigMaps) {
-      SCHEDEXT_RETURN_IF_ERROR(decoder_.DecodeConfigMapEvent(line_, event, config_map_));
-      rv = config_map_.resource_version;
+    } else if (opts_.kind == ResourceKind::kObjects) {
+      SCHEDEXT_RETURN_IF_ERROR(decoder_.DecodeObjectEvent(line_, event, raw_));
+      rv = raw_.resource_version;
       if (event.type != wire::WatchEventType::kBookmark &&
           event.type != wire::WatchEventType::kError) {
-        object.config_map = OwnConfigMap(config_map_);
+        object.object = std::make_shared<const OwnedObject>(raw_);
       }
     } else {
       SCHEDEXT_RETURN_IF_ERROR(decoder_.DecodePodEvent(line_, event, pod_));
@@ -394,20 +391,24 @@ class Informer::Run {
   Informer& in_;
   const InformerOptions& opts_;
   const std::string path_;
+  const std::string name_;  // for logs
   std::mt19937_64 rng_;
   wire::ObjectDecoder decoder_;
   wire::RequestBuffer buffer_;  // the LIST page being decoded
   wire::RequestBuffer line_;    // the watch event being decoded
   wire::NodeObject node_;
   wire::PodObject pod_;
-  wire::ConfigMapObject config_map_;
+  wire::RawObject raw_;
   std::string resource_version_;  // where the next WATCH starts
   int consecutive_ = 0;           // failures since the backoff last reset
   std::chrono::steady_clock::time_point last_failure_{};
 };
 
 Informer::Informer(KubeClient& client, InformerHandler& handler, InformerOptions options)
-    : client_(client), handler_(handler), options_(std::move(options)) {}
+    : client_(client), handler_(handler), options_(std::move(options)) {
+  // Objects of other resources have no default collection.
+  assert(options_.kind != ResourceKind::kObjects || !options_.path.empty());
+}
 
 Informer::~Informer() { Stop(); }
 

@@ -61,6 +61,29 @@ bool ValidNamespace(std::string_view name) {
   return true;
 }
 
+// A DNS-1123 subdomain: dot-separated DNS-1123 labels, as API groups are
+// ("" = the core group).
+bool ValidGroup(std::string_view group) {
+  if (group.size() > 253) {
+    return false;
+  }
+  while (!group.empty()) {
+    const size_t dot = group.find('.');
+    const std::string_view label = group.substr(0, dot);
+    if (label.empty() || !ValidNamespace(label)) {
+      return false;
+    }
+    if (dot == std::string_view::npos) {
+      break;
+    }
+    group.remove_prefix(dot + 1);
+    if (group.empty()) {
+      return false;  // a trailing dot
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 PolicyHost::PolicyHost() = default;
@@ -100,6 +123,19 @@ std::optional<size_t> PolicyHost::AddNodeSummarizer(
 Status PolicyHost::Watch(WatchSpec spec, std::shared_ptr<WatchHandler> handler) {
   if (handler == nullptr) {
     return InvalidArgumentError("watch: null handler");
+  }
+  if (!ValidGroup(spec.group)) {
+    return InvalidArgumentError("watch: group \"" + spec.group +
+                                "\" is not a valid API group name");
+  }
+  // Versions ("v1", "v1beta2") and resources ("configmaps") are DNS labels too.
+  if (spec.version.empty() || !ValidNamespace(spec.version)) {
+    return InvalidArgumentError("watch: version \"" + spec.version +
+                                "\" is not a valid API version");
+  }
+  if (spec.resource.empty() || !ValidNamespace(spec.resource)) {
+    return InvalidArgumentError("watch: resource \"" + spec.resource +
+                                "\" is not a valid resource name (the plural, e.g. configmaps)");
   }
   if (!ValidNamespace(spec.namespace_name)) {
     return InvalidArgumentError("watch: namespace \"" + spec.namespace_name +

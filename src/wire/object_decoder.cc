@@ -1,5 +1,7 @@
 // ObjectDecoder: LIST pages and watch events through the FieldDecoder walkers
 // of json_fields.h (the same code that decodes pods and nodes in requests).
+// Objects of other resources are delimited and their identity read, in the
+// same pass; their bodies are left to the watcher (DecodeStringMap and the like).
 #include "schedext/wire/object_decoder.h"
 
 #include <simdjson.h>
@@ -19,15 +21,15 @@ namespace od = simdjson::ondemand;
 
 namespace {
 
-enum class Kind { kNode, kPod, kConfigMap };
+enum class Kind { kNode, kPod, kRaw };
 
 // Names used in error messages, as Kubernetes names the list kinds.
 constexpr std::string_view kNodeList = "NodeList";
 constexpr std::string_view kPodList = "PodList";
 constexpr std::string_view kNodeEvent = "node watch event";
 constexpr std::string_view kPodEvent = "pod watch event";
-constexpr std::string_view kConfigMapList = "ConfigMapList";
-constexpr std::string_view kConfigMapEvent = "config map watch event";
+constexpr std::string_view kRawList = "list";
+constexpr std::string_view kRawEvent = "watch event";
 
 std::string_view ListName(Kind kind) {
   switch (kind) {
@@ -35,8 +37,8 @@ std::string_view ListName(Kind kind) {
       return kNodeList;
     case Kind::kPod:
       return kPodList;
-    case Kind::kConfigMap:
-      return kConfigMapList;
+    case Kind::kRaw:
+      return kRawList;
   }
   return kPodList;
 }
@@ -47,8 +49,8 @@ std::string_view EventName(Kind kind) {
       return kNodeEvent;
     case Kind::kPod:
       return kPodEvent;
-    case Kind::kConfigMap:
-      return kConfigMapEvent;
+    case Kind::kRaw:
+      return kRawEvent;
   }
   return kPodEvent;
 }
@@ -77,7 +79,9 @@ struct ObjectDecoder::Impl : internal::FieldDecoder {
   // Reused for every item, so a page of 500 pods does not allocate 500 times.
   NodeObject node;
   PodObject pod;
-  ConfigMapObject config_map;
+  RawObject raw;
+  RequestBuffer scratch;  // DecodeStringMap's padded copy of its object
+  const char* doc_end = nullptr;  // one past the document being walked
 
   // One node object (an item or an event's object) into `node`.
   bool DecodeNodeObject(od::value& v) {
@@ -115,16 +119,10 @@ struct ObjectDecoder::Impl : internal::FieldDecoder {
     return true;
   }
 
-  void ResetConfigMap() {
-    config_map.namespace_name = {};
-    config_map.name = {};
-    config_map.resource_version = {};
-    config_map.data.clear();  // keeps the capacity for the next item
-  }
-
-  // One config map into `config_map`: metadata identity and .data only.
-  bool DecodeConfigMapObject(od::value& v) {
-    ResetConfigMap();
+  // One object of any resource into `raw`: its metadata identity, and its
+  // bytes from '{' to '}' (found as DecodeNode finds a node's).
+  bool DecodeRawObject(od::value& v) {
+    raw = RawObject{};
     od::json_type type{};
     if (!ReadType(v, type)) {
       return false;
@@ -132,46 +130,73 @@ struct ObjectDecoder::Impl : internal::FieldDecoder {
     if (type != od::json_type::object) {
       return Fail("expected an object");
     }
-    return ForEachField(v, [&](std::string_view key, od::value& value) {
-      if (KeyIs(key, "metadata")) {
-        return ForEachField(value, [&](std::string_view meta_key, od::value& meta_value) {
-          if (KeyIs(meta_key, "name")) {
-            return ReadString(meta_value, config_map.name);
-          }
-          if (KeyIs(meta_key, "namespace")) {
-            return ReadString(meta_value, config_map.namespace_name);
-          }
-          if (KeyIs(meta_key, "resourceVersion")) {
-            return ReadString(meta_value, config_map.resource_version);
-          }
-          return true;
-        });
+    const char* begin = v.raw_json_token().data();
+    const bool ok = ForEachField(v, [&](std::string_view key, od::value& value) {
+      if (!KeyIs(key, "metadata")) {
+        return true;
       }
-      if (KeyIs(key, "data")) {
-        // A repeated "data" replaces the earlier one, as for other maps.
-        config_map.data.clear();
-        // Repeats found by hashing: a ConfigMap may hold tens of thousands of
-        // keys, and a scan per key would be quadratic.
-        model::KeyIndex keys;
-        const auto key_at = [this](uint32_t p) {
-          return std::string_view(config_map.data[p].first);
-        };
-        return ForEachField(value, [&](std::string_view data_key, od::value& data_value) {
-          std::string_view text;  // null: "", as Go decodes it into a map[string]string
-          if (!ReadString(data_value, text)) {
-            return false;
-          }
-          const uint32_t p =
-              keys.FindOrInsert(data_key, static_cast<uint32_t>(config_map.data.size()), key_at);
-          if (p != model::KeyIndex::kNotFound) {
-            config_map.data[p].second = text;
-          } else {
-            config_map.data.emplace_back(data_key, text);
-          }
-          return true;
-        });
+      return ForEachField(value, [&](std::string_view meta_key, od::value& meta_value) {
+        if (KeyIs(meta_key, "name")) {
+          return ReadString(meta_value, raw.name);
+        }
+        if (KeyIs(meta_key, "namespace")) {
+          return ReadString(meta_value, raw.namespace_name);
+        }
+        if (KeyIs(meta_key, "resourceVersion")) {
+          return ReadString(meta_value, raw.resource_version);
+        }
+        return true;
+      });
+    });
+    if (!ok) {
+      return false;
+    }
+    const char* end = nullptr;
+    if (auto code = v.current_location().get(end)) {
+      if (code != simdjson::OUT_OF_BOUNDS) {
+        return Fail(code);
       }
-      return true;
+      end = doc_end;  // the object is the whole document (a deferred event object)
+    }
+    std::string_view span(begin, static_cast<size_t>(end - begin));
+    while (!span.empty() && internal::IsJsonSpace(span.back())) {
+      span.remove_suffix(1);
+    }
+    if (span.size() < 2 || span.front() != '{' || span.back() != '}') {
+      return Fail("internal error: cannot delimit the object");
+    }
+    raw.json = span;
+    return true;
+  }
+
+  // The string map at field `field` of the root object of `doc` into
+  // `out`: a key given twice keeps its first position and its last value
+  // (as Go's map decoding keeps the last); null values read as "".
+  bool DecodeStringMapField(od::document& doc, std::string_view field,
+                            std::vector<std::pair<std::string_view, std::string_view>>& out) {
+    return WalkRoot(doc, [&](std::string_view key, od::value& value) {
+      if (!KeyIs(key, field)) {
+        return true;
+      }
+      // A repeated field replaces the earlier one, as for other maps.
+      out.clear();
+      // Repeats found by hashing: a ConfigMap may hold tens of thousands of
+      // keys, and a scan per key would be quadratic.
+      model::KeyIndex keys;
+      const auto key_at = [&out](uint32_t p) { return out[p].first; };
+      return ForEachField(value, [&](std::string_view map_key, od::value& map_value) {
+        std::string_view text;  // null: "", as Go decodes it into a map[string]string
+        if (!ReadString(map_value, text)) {
+          return false;
+        }
+        const uint32_t p = keys.FindOrInsert(map_key, static_cast<uint32_t>(out.size()), key_at);
+        if (p != model::KeyIndex::kNotFound) {
+          out[p].second = text;
+        } else {
+          out.emplace_back(map_key, text);
+        }
+        return true;
+      });
     });
   }
 
@@ -181,8 +206,8 @@ struct ObjectDecoder::Impl : internal::FieldDecoder {
         return DecodeNodeObject(v);
       case Kind::kPod:
         return DecodePodObject(v);
-      case Kind::kConfigMap:
-        return DecodeConfigMapObject(v);
+      case Kind::kRaw:
+        return DecodeRawObject(v);
     }
     return Fail("unknown object kind");
   }
@@ -221,6 +246,7 @@ struct ObjectDecoder::Impl : internal::FieldDecoder {
     od::document doc;
     bool is_null = false;
     bool stopped = false;
+    doc_end = page.data() + page.size();
     bool ok = BeginDocument(parser, page.data(), page.size(), page.capacity(), doc, is_null);
     if (ok && is_null) {
       ok = Fail("expected a JSON object");
@@ -266,8 +292,8 @@ struct ObjectDecoder::Impl : internal::FieldDecoder {
         pod.resource_version = {};
         pod.deleting = false;
         break;
-      case Kind::kConfigMap:
-        ResetConfigMap();
+      case Kind::kRaw:
+        raw = RawObject{};
         break;
     }
     const std::string_view what = EventName(kind);
@@ -286,6 +312,7 @@ struct ObjectDecoder::Impl : internal::FieldDecoder {
 
     od::document doc;
     bool is_null = false;
+    doc_end = line.data() + line.size();
     bool ok = BeginDocument(parser, line.data(), line.size(), line.capacity(), doc, is_null);
     if (ok && is_null) {
       ok = Fail("expected a JSON object");
@@ -327,6 +354,7 @@ struct ObjectDecoder::Impl : internal::FieldDecoder {
       // The span lies inside `line`, whose padding follows the whole line.
       const size_t offset = static_cast<size_t>(deferred.data() - line.data());
       od::document object_doc;
+      doc_end = deferred.data() + deferred.size();
       ok = BeginDocument(parser, deferred.data(), deferred.size(), line.capacity() - offset,
                          object_doc, is_null);
       if (ok) {
@@ -364,11 +392,10 @@ Status ObjectDecoder::DecodePodList(const RequestBuffer& page, ListMeta& meta,
   return d.DecodeList(Kind::kPod, page, meta, [&]() { return on_item(d.pod); });
 }
 
-Status ObjectDecoder::DecodeConfigMapList(
-    const RequestBuffer& page, ListMeta& meta,
-    const std::function<bool(const ConfigMapObject&)>& on_item) {
+Status ObjectDecoder::DecodeObjectList(const RequestBuffer& page, ListMeta& meta,
+                                       const std::function<bool(const RawObject&)>& on_item) {
   Impl& d = *impl_;
-  return d.DecodeList(Kind::kConfigMap, page, meta, [&]() { return on_item(d.config_map); });
+  return d.DecodeList(Kind::kRaw, page, meta, [&]() { return on_item(d.raw); });
 }
 
 Status ObjectDecoder::DecodeNodeEvent(const RequestBuffer& line, WatchEvent& event,
@@ -386,11 +413,35 @@ Status ObjectDecoder::DecodePodEvent(const RequestBuffer& line, WatchEvent& even
   return status;
 }
 
-Status ObjectDecoder::DecodeConfigMapEvent(const RequestBuffer& line, WatchEvent& event,
-                                           ConfigMapObject& object) {
-  Status status = impl_->DecodeEvent(Kind::kConfigMap, line, event);
-  std::swap(object, impl_->config_map);
+Status ObjectDecoder::DecodeObjectEvent(const RequestBuffer& line, WatchEvent& event,
+                                        RawObject& object) {
+  Status status = impl_->DecodeEvent(Kind::kRaw, line, event);
+  std::swap(object, impl_->raw);
   return status;
+}
+
+Status ObjectDecoder::DecodeStringMap(
+    std::string_view object_json, std::string_view field,
+    std::vector<std::pair<std::string_view, std::string_view>>& out) {
+  Impl& d = *impl_;
+  out.clear();
+  d.scratch.Clear();
+  d.scratch.Append(object_json.data(), object_json.size());
+  od::document doc;
+  bool is_null = false;
+  bool ok = d.BeginDocument(d.parser, d.scratch.data(), d.scratch.size(), d.scratch.capacity(), doc,
+                            is_null);
+  if (ok && is_null) {
+    ok = d.Fail("expected a JSON object");
+  }
+  if (ok) {
+    ok = d.DecodeStringMapField(doc, field, out);
+  }
+  if (!ok) {
+    out.clear();
+    return d.TakeError("object");
+  }
+  return OkStatus();
 }
 
 void ObjectDecoder::ShrinkTo(size_t max_bytes) {

@@ -24,6 +24,7 @@
 #include "schedext/policy/policy_host.h"
 #include "schedext/policy/request_state.h"
 #include "testing/model_builders.h"
+#include "testing/raw_objects.h"
 
 namespace schedext::cluster {
 namespace {
@@ -99,15 +100,17 @@ InformerObject GpuNode(std::string_view name, int64_t count = 4, int64_t memory 
 // A ConfigMap; `value` of key "gpus" (nullopt: no such key).
 InformerObject ConfigMap(std::string_view namespace_name, std::string_view name,
                          std::optional<std::string_view> value, std::string_view key = "gpus") {
-  auto config_map = std::make_shared<model::OwnedConfigMap>();
-  config_map->namespace_name.assign(namespace_name);
-  config_map->name.assign(name);
-  config_map->resource_version = "1";
-  config_map->data.emplace_back("other", "7");
+  nlohmann::json data = {{"other", "7"}};
   if (value.has_value()) {
-    config_map->data.emplace_back(std::string(key), std::string(*value));
+    data[std::string(key)] = std::string(*value);
   }
-  return {nullptr, nullptr, std::move(config_map)};
+  const nlohmann::json config_map = {
+      {"kind", "ConfigMap"},
+      {"apiVersion", "v1"},
+      {"metadata",
+       {{"name", name}, {"namespace", namespace_name}, {"resourceVersion", "1"}}},
+      {"data", std::move(data)}};
+  return testing::RawInformerObject(config_map.dump());
 }
 
 InformerObject Unhealthy(std::string_view node, std::string_view value) {
@@ -131,23 +134,23 @@ struct Fixture {
   // own handler are ignored.
   void CmReplace(std::vector<InformerObject> objects) {
     if (gpushare) {
-      cache.WatchFeed(0).OnReplace(ResourceKind::kConfigMaps, std::move(objects));
+      cache.WatchFeed(0).OnReplace(ResourceKind::kObjects, std::move(objects));
     } else {
-      cache.OnReplace(ResourceKind::kConfigMaps, std::move(objects));
+      cache.OnReplace(ResourceKind::kObjects, std::move(objects));
     }
   }
   void CmUpsert(InformerObject object) {
     if (gpushare) {
-      cache.WatchFeed(0).OnUpsert(ResourceKind::kConfigMaps, std::move(object));
+      cache.WatchFeed(0).OnUpsert(ResourceKind::kObjects, std::move(object));
     } else {
-      cache.OnUpsert(ResourceKind::kConfigMaps, std::move(object));
+      cache.OnUpsert(ResourceKind::kObjects, std::move(object));
     }
   }
   void CmDelete(InformerObject object) {
     if (gpushare) {
-      cache.WatchFeed(0).OnDelete(ResourceKind::kConfigMaps, std::move(object));
+      cache.WatchFeed(0).OnDelete(ResourceKind::kObjects, std::move(object));
     } else {
-      cache.OnDelete(ResourceKind::kConfigMaps, std::move(object));
+      cache.OnDelete(ResourceKind::kObjects, std::move(object));
     }
   }
   void Advance(std::chrono::milliseconds d) {
@@ -745,7 +748,7 @@ class GpuSummaryTest : public ::testing::Test {
             std::vector<InformerObject> config_maps = {}) {
     cache_->OnReplace(ResourceKind::kNodes, std::move(nodes));
     cache_->OnReplace(ResourceKind::kPods, std::move(pods));
-    cache_->WatchFeed(0).OnReplace(ResourceKind::kConfigMaps, std::move(config_maps));
+    cache_->WatchFeed(0).OnReplace(ResourceKind::kObjects, std::move(config_maps));
     ASSERT_TRUE(cache_->Synced());
   }
 
@@ -939,7 +942,7 @@ TEST_F(GpuSummaryTest, SummariesFollowPodAndConfigMapEvents) {
          cache_->OnUpsert(ResourceKind::kPods, GpuPod("c", "n1", 5, "2"));
        },
        ""},  // free [4, 0, 3, 8]
-      {"device 3 unhealthy", [&] { cache_->WatchFeed(0).OnUpsert(ResourceKind::kConfigMaps,
+      {"device 3 unhealthy", [&] { cache_->WatchFeed(0).OnUpsert(ResourceKind::kObjects,
                                                                  Unhealthy("n1", "3")); },
        "Insufficient aliyun.com/gpu-mem on any one GPU"},
       {"a pod moves to device 2",
@@ -962,7 +965,7 @@ TEST_F(GpuSummaryTest, SummariesFollowPodAndConfigMapEvents) {
        ""},
       {"every device unhealthy",
        [&] {
-         cache_->WatchFeed(0).OnUpsert(ResourceKind::kConfigMaps, Unhealthy("n1", "0,1,2,3"));
+         cache_->WatchFeed(0).OnUpsert(ResourceKind::kObjects, Unhealthy("n1", "0,1,2,3"));
        },
        "node(s) had no healthy GPU large enough for the pod's aliyun.com/gpu-mem"},
       {"the node grows to 9 devices (read from the node)",
@@ -972,7 +975,7 @@ TEST_F(GpuSummaryTest, SummariesFollowPodAndConfigMapEvents) {
        "node(s) had no healthy GPU large enough for the pod's aliyun.com/gpu-mem"},
       {"its ConfigMap deleted",
        [&] {
-         cache_->WatchFeed(0).OnDelete(ResourceKind::kConfigMaps, Unhealthy("n1", "0,1,2,3"));
+         cache_->WatchFeed(0).OnDelete(ResourceKind::kObjects, Unhealthy("n1", "0,1,2,3"));
        },
        "node(s) had no healthy GPU large enough for the pod's aliyun.com/gpu-mem"},
       {"no GPUs any more", [&] { cache_->OnUpsert(ResourceKind::kNodes, GpuNode("n1", 0, 0)); },

@@ -26,6 +26,7 @@
 #include "schedext/cluster/client_config.h"
 #include "schedext/cluster/http_kube_client.h"
 #include "schedext/cluster/informer.h"
+#include "schedext/cluster/resource_path.h"
 #include "schedext/cluster/kube_binder.h"
 #include "policy/builtin/gpushare/accounting.h"
 #include "policy/builtin/gpushare/convention.h"
@@ -134,11 +135,9 @@ class WatchedCache {
           std::make_unique<cluster::Informer>(*client_, *cache_, options_for_kind));
     }
     for (size_t i = 0; i < host.watches().size(); ++i) {
-      cluster::InformerOptions watch;
-      watch.kind = cluster::ResourceKind::kConfigMaps;
-      watch.path = "/api/v1/namespaces/" + host.watches()[i].spec.namespace_name + "/configmaps";
-      informers_.push_back(
-          std::make_unique<cluster::Informer>(*client_, cache_->WatchFeed(i), watch));
+      informers_.push_back(std::make_unique<cluster::Informer>(
+          *client_, cache_->WatchFeed(i),
+          cluster::WatchInformerOptions(host.watches()[i].spec, {})));
     }
     const cluster::ClusterCache* cache = cache_.get();
     host.AttachCluster(

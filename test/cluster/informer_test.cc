@@ -16,6 +16,8 @@
 #include "schedext/cluster/cache.h"
 #include "schedext/cluster/client_config.h"
 #include "schedext/cluster/http_kube_client.h"
+#include "schedext/cluster/resource_path.h"
+#include "schedext/wire/object_decoder.h"
 #include "testing/eventually.h"
 #include "testing/fake_api_server.h"
 #include "testing/fake_kube_client.h"
@@ -56,20 +58,29 @@ class RecordingHandler final : public InformerHandler {
   }
 
  private:
-  // Config maps: "<ns>/<name>".
+  // Raw objects (config maps, widgets): "<ns>/<name>".
   static std::string Name(const InformerObject& o) {
-    if (o.config_map) {
-      return o.config_map->namespace_name + "/" + o.config_map->name;
+    if (o.object) {
+      return std::string(o.object->view().namespace_name) + "/" +
+             std::string(o.object->view().name);
     }
     return std::string(o.node ? o.node->name() : o.pod->info().name);
   }
-  // Config maps: "<rv>{k=v,...}", their data being what the cache reads.
+  // Raw objects: "<rv>{k=v,...}", the map being their .data (config maps) or
+  // .spec (widgets), as their watcher decodes it from the raw JSON.
   static std::string Version(const InformerObject& o) {
-    if (o.config_map) {
-      std::string out = o.config_map->resource_version + "{";
-      for (size_t i = 0; i < o.config_map->data.size(); ++i) {
-        out += (i > 0 ? "," : "") + o.config_map->data[i].first + "=" +
-               o.config_map->data[i].second;
+    if (o.object) {
+      const wire::RawObject& raw = o.object->view();
+      wire::ObjectDecoder decoder;
+      std::vector<std::pair<std::string_view, std::string_view>> map;
+      const bool widget = raw.json.find("\"kind\":\"Widget\"") != std::string_view::npos;
+      const Status read = decoder.DecodeStringMap(raw.json, widget ? "spec" : "data", map);
+      std::string out = std::string(raw.resource_version) + "{";
+      if (!read.ok()) {
+        return out + read.message() + "}";
+      }
+      for (size_t i = 0; i < map.size(); ++i) {
+        out += (i > 0 ? "," : "") + std::string(map[i].first) + "=" + std::string(map[i].second);
       }
       return out + "}";
     }
@@ -481,7 +492,15 @@ std::string ConfigMapJson(std::string_view name, std::string_view rv, std::strin
          R"("},"data":)" + std::string(data) + "}";
 }
 
-TEST(InformerTest, ConfigMapsListAndWatchOnTheDefaultPath) {
+policy::WatchSpec ConfigMaps(std::string namespace_name = "") {
+  policy::WatchSpec spec;
+  spec.version = "v1";
+  spec.resource = "configmaps";
+  spec.namespace_name = std::move(namespace_name);
+  return spec;
+}
+
+TEST(InformerTest, ConfigMapsListAndWatchOnTheirPath) {
   Fixture f;
   f.client.PushGet(200, R"({"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"20"},"items":[)" +
                             ConfigMapJson("a", "5", R"({"x":"1"})") + "]}");
@@ -492,7 +511,7 @@ TEST(InformerTest, ConfigMapsListAndWatchOnTheDefaultPath) {
         Ev("DELETED", ConfigMapJson("b", "31", R"({"y":"2"})"))},
        OkStatus(),
        /*hold_open=*/true});
-  Informer informer(f.client, f.handler, f.Options(ResourceKind::kConfigMaps));
+  Informer informer(f.client, f.handler, WatchInformerOptions(ConfigMaps(), f.Options()));
   informer.Start();
   ASSERT_TRUE(informer.WaitForSync(kWait));
   ASSERT_TRUE(f.handler.WaitForCalls(4));
@@ -532,9 +551,8 @@ TEST(InformerTest, ConfigMapsOfOneNamespaceAgainstFakeApiServer) {
   ASSERT_TRUE(client.ok()) << client.status().ToString();
 
   RecordingHandler handler;
-  InformerOptions options;
-  options.kind = ResourceKind::kConfigMaps;
-  options.path = "/api/v1/namespaces/kube-system/configmaps";
+  InformerOptions options = WatchInformerOptions(ConfigMaps("kube-system"), {});
+  EXPECT_EQ(options.path, "/api/v1/namespaces/kube-system/configmaps");
   options.page_size = 2;  // 3 config maps in kube-system: two pages
   options.backoff_initial = 10ms;
   options.seed = 3;
@@ -562,6 +580,105 @@ TEST(InformerTest, ConfigMapsOfOneNamespaceAgainstFakeApiServer) {
   EXPECT_EQ(api.Get(FakeResource::kConfigMaps, "kube-system", "gpu-n2"), "");
   EXPECT_NE(api.Get(FakeResource::kConfigMaps, "default", "elsewhere").find("\"k\":\"w\""),
             std::string::npos);
+  informer.Stop();
+}
+
+TEST(ResourcePathTest, CoreAndNamedGroupsNamespacesAndSelectors) {
+  policy::WatchSpec spec = ConfigMaps();
+  EXPECT_EQ(CollectionPath(spec), "/api/v1/configmaps");
+  EXPECT_EQ(WatchName(spec), "configmaps");
+  spec.namespace_name = "kube-system";
+  EXPECT_EQ(CollectionPath(spec), "/api/v1/namespaces/kube-system/configmaps");
+  EXPECT_EQ(WatchName(spec), "configmaps in kube-system");
+  EXPECT_EQ(SelectorQuery(spec), "");
+  spec.label_selector = "app=gpu,tier in (a b)";
+  EXPECT_EQ(SelectorQuery(spec), "labelSelector=app%3Dgpu%2Ctier%20in%20%28a%20b%29");
+  spec.field_selector = "metadata.name!=x";
+  EXPECT_EQ(SelectorQuery(spec),
+            "labelSelector=app%3Dgpu%2Ctier%20in%20%28a%20b%29&fieldSelector=metadata.name%21%3Dx");
+  spec.label_selector.clear();
+  EXPECT_EQ(SelectorQuery(spec), "fieldSelector=metadata.name%21%3Dx");
+
+  policy::WatchSpec slices;
+  slices.group = "resource.k8s.io";
+  slices.version = "v1beta1";
+  slices.resource = "resourceslices";
+  EXPECT_EQ(CollectionPath(slices), "/apis/resource.k8s.io/v1beta1/resourceslices");
+  EXPECT_EQ(WatchName(slices), "resourceslices.resource.k8s.io");
+  slices.namespace_name = "team-a";
+  EXPECT_EQ(CollectionPath(slices), "/apis/resource.k8s.io/v1beta1/namespaces/team-a/resourceslices");
+
+  InformerOptions base;
+  base.page_size = 7;
+  const InformerOptions options = WatchInformerOptions(slices, base);
+  EXPECT_EQ(options.kind, ResourceKind::kObjects);
+  EXPECT_EQ(options.path, "/apis/resource.k8s.io/v1beta1/namespaces/team-a/resourceslices");
+  EXPECT_EQ(options.name, "resourceslices.resource.k8s.io in team-a");
+  EXPECT_EQ(options.page_size, 7);
+}
+
+// A custom resource (a CRD's objects, group example.com) through
+// HttpKubeClient, the fake and the real decoder: the informer lists and
+// watches /apis/example.com/v1/namespaces/<ns>/widgets, and the watcher gets
+// each object raw, decodes its own fields, and never sees other namespaces.
+TEST(InformerTest, WatchesACustomResourceAgainstFakeApiServer) {
+  using ::schedext::testing::FakeApiServer;
+  using ::schedext::testing::FakeResource;
+  FakeApiServer api;
+  ASSERT_TRUE(api.Start()) << api.error();
+  const auto widget = [](std::string_view ns, std::string_view name, std::string_view size) {
+    return R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":")" +
+           std::string(name) + R"(","namespace":")" + std::string(ns) +
+           R"("},"spec":{"size":")" + std::string(size) + R"("}})";
+  };
+  api.Apply(FakeResource::kWidgets, widget("team-a", "w1", "1"));
+  api.Apply(FakeResource::kWidgets, widget("team-b", "other", "9"));
+
+  ClientConfig config;
+  config.server = api.url();
+  config.ca_pem = api.ca_pem();
+  config.token = api.token();
+  config.qps = 0;
+  config.timeout = 5s;
+  StatusOr<std::unique_ptr<KubeClient>> client = NewHttpKubeClient(config);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+
+  policy::WatchSpec spec;
+  spec.group = "example.com";
+  spec.version = "v1";
+  spec.resource = "widgets";
+  spec.namespace_name = "team-a";
+  InformerOptions options = WatchInformerOptions(spec, {});
+  options.backoff_initial = 10ms;
+  options.seed = 5;
+  RecordingHandler handler;
+  Informer informer(**client, handler, options);
+  informer.Start();
+  ASSERT_TRUE(informer.WaitForSync(kWait));
+  ASSERT_TRUE(handler.WaitForCalls(1));
+  EXPECT_EQ(handler.calls()[0], "replace:team-a/w1");
+
+  ASSERT_TRUE(api.WaitForWatches(FakeResource::kWidgets, 1, kWait));
+  api.Apply(FakeResource::kWidgets, widget("team-b", "other", "10"));
+  const std::string added = api.Apply(FakeResource::kWidgets, widget("team-a", "w2", "2"));
+  const std::string modified = api.Apply(FakeResource::kWidgets, widget("team-a", "w1", "3"));
+  ASSERT_FALSE(api.Delete(FakeResource::kWidgets, "team-a", "w2").empty());
+  ASSERT_TRUE(handler.WaitForCalls(4));
+  EXPECT_EQ(handler.calls(),
+            (std::vector<std::string>{"replace:team-a/w1", "upsert:team-a/w2@" + added + "{size=2}",
+                                      "upsert:team-a/w1@" + modified + "{size=3}",
+                                      "delete:team-a/w2"}));
+  // A watch that falls out of the window relists, as for every resource.
+  api.PushGone(FakeResource::kWidgets);
+  ASSERT_TRUE(Eventually([&] { return informer.Stats().relists >= 1 && !informer.Relisting(); }));
+  EXPECT_EQ(handler.calls().back(), "replace:team-a/w1");
+  std::vector<std::string> paths;
+  for (const auto& request : api.requests()) {
+    paths.push_back(request.target.substr(0, request.target.find('?')));
+  }
+  for (const std::string& path : paths) {
+    EXPECT_EQ(path, "/apis/example.com/v1/namespaces/team-a/widgets");
+  }
   informer.Stop();
 }
 

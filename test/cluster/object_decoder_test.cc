@@ -244,33 +244,37 @@ std::string ConfigMap(std::string_view ns, std::string_view name, std::string_vi
 
 using Pairs = std::vector<std::pair<std::string, std::string>>;
 
-Pairs DataOf(const ConfigMapObject& object) {
+// The .data of a raw ConfigMap, as its watcher reads it (a decoder of its own).
+Pairs DataOf(std::string_view json) {
+  ObjectDecoder decoder;
+  std::vector<std::pair<std::string_view, std::string_view>> data;
+  const Status status = decoder.DecodeStringMap(json, "data", data);
+  EXPECT_TRUE(status.ok()) << status.ToString();
   Pairs out;
-  for (const auto& [k, v] : object.data) {
+  for (const auto& [k, v] : data) {
     out.emplace_back(std::string(k), std::string(v));
   }
   return out;
 }
 
-TEST(ObjectDecoderTest, DecodesConfigMapListPage) {
-  const std::string body = List(
-      "ConfigMapList", "310", "next",
-      {ConfigMap("kube-system", "unhealthy-gpu-n1", "300",
-                 R"({"gpus":"0,2","note":"line\nbreak \"quoted\"","b":"1"})"),
-       ConfigMap("kube-system", "empty", "301", "null"),
-       // Escaped key; a repeated key keeps its place and takes the last value.
-       ConfigMap("other", "dup", "302", R"({"k\u0031":"a","x":"1","k1":"b"})")});
+TEST(ObjectDecoderTest, DecodesAnyListPageAsRawObjects) {
+  const std::string items[] = {
+      ConfigMap("kube-system", "unhealthy-gpu-n1", "300",
+                R"({"gpus":"0,2","note":"line\nbreak \"quoted\"","b":"1"})"),
+      ConfigMap("kube-system", "empty", "301", "null"),
+      // Escaped key; a repeated key keeps its place and takes the last value.
+      ConfigMap("other", "dup", "302", R"({"k\u0031":"a","x":"1","k1":"b"})")};
+  const std::string body = List("ConfigMapList", "310", "next", {items[0], items[1], items[2]});
   ObjectDecoder decoder;
   ListMeta meta;
   struct Seen {
-    std::string ns, name, rv;
-    Pairs data;
+    std::string ns, name, rv, json;
   };
   std::vector<Seen> seen;
-  const Status status = decoder.DecodeConfigMapList(
-      RequestBuffer::CopyOf(body), meta, [&](const ConfigMapObject& cm) {
-        seen.push_back({std::string(cm.namespace_name), std::string(cm.name),
-                        std::string(cm.resource_version), DataOf(cm)});
+  const Status status =
+      decoder.DecodeObjectList(RequestBuffer::CopyOf(body), meta, [&](const RawObject& object) {
+        seen.push_back({std::string(object.namespace_name), std::string(object.name),
+                        std::string(object.resource_version), std::string(object.json)});
         return true;
       });
   ASSERT_TRUE(status.ok()) << status.ToString();
@@ -280,49 +284,60 @@ TEST(ObjectDecoderTest, DecodesConfigMapListPage) {
   EXPECT_EQ(seen[0].ns, "kube-system");
   EXPECT_EQ(seen[0].name, "unhealthy-gpu-n1");
   EXPECT_EQ(seen[0].rv, "300");
-  EXPECT_EQ(seen[0].data, (Pairs{{"gpus", "0,2"}, {"note", "line\nbreak \"quoted\""}, {"b", "1"}}));
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(seen[i].json, items[i]);  // the object's own bytes, '{' to '}'
+  }
+  EXPECT_EQ(DataOf(seen[0].json),
+            (Pairs{{"gpus", "0,2"}, {"note", "line\nbreak \"quoted\""}, {"b", "1"}}));
   EXPECT_EQ(seen[1].name, "empty");
-  EXPECT_TRUE(seen[1].data.empty());  // the previous item's data is not carried over
+  EXPECT_TRUE(DataOf(seen[1].json).empty());
   EXPECT_EQ(seen[2].ns, "other");
-  EXPECT_EQ(seen[2].data, (Pairs{{"k1", "b"}, {"x", "1"}}));
+  EXPECT_EQ(DataOf(seen[2].json), (Pairs{{"k1", "b"}, {"x", "1"}}));
 }
 
-TEST(ObjectDecoderTest, DecodesConfigMapEvents) {
+TEST(ObjectDecoderTest, DecodesRawObjectEvents) {
   const std::string cm = ConfigMap("ns", "cm", "77", R"({"a":"1"})");
+  const std::string widget =
+      R"({"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w","resourceVersion":"78"},"spec":{"size":3}})";
   struct Case {
     std::string name;
     std::string line;
     WatchEventType type;
     std::string rv;
-    std::string cm_name;
-    Pairs data;
+    std::string object_name;
+    std::string json;
   };
   const std::vector<Case> cases = {
-      {"added", Event("ADDED", cm), WatchEventType::kAdded, "77", "cm", {{"a", "1"}}},
-      {"modified", Event("MODIFIED", cm), WatchEventType::kModified, "77", "cm", {{"a", "1"}}},
-      {"deleted", Event("DELETED", cm), WatchEventType::kDeleted, "77", "cm", {{"a", "1"}}},
+      {"added", Event("ADDED", cm), WatchEventType::kAdded, "77", "cm", cm},
+      {"modified", Event("MODIFIED", cm), WatchEventType::kModified, "77", "cm", cm},
+      {"deleted", Event("DELETED", cm), WatchEventType::kDeleted, "77", "cm", cm},
       {"object first", "{\"object\":" + cm + ",\"type\":\"MODIFIED\"}",
-       WatchEventType::kModified, "77", "cm", {{"a", "1"}}},
+       WatchEventType::kModified, "77", "cm", cm},
+      {"object first, spaced", "{\"object\":" + widget + " \n,\"type\":\"ADDED\"}",
+       WatchEventType::kAdded, "78", "w", widget},
+      {"custom resource", Event("ADDED", widget), WatchEventType::kAdded, "78", "w", widget},
       {"bookmark",
        Event("BOOKMARK", R"({"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"90"}})"),
-       WatchEventType::kBookmark, "90", "", {}},
+       WatchEventType::kBookmark, "90", "",
+       R"({"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"90"}})"},
   };
   ObjectDecoder decoder;
-  ConfigMapObject object;
+  RawObject object;
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     WatchEvent event;
-    // Data keys may view the line itself: it must outlive the object's use.
+    // The views may point into the line itself: it must outlive the object's use.
     const RequestBuffer line = RequestBuffer::CopyOf(c.line);
-    const Status status = decoder.DecodeConfigMapEvent(line, event, object);
+    const Status status = decoder.DecodeObjectEvent(line, event, object);
     ASSERT_TRUE(status.ok()) << status.ToString();
     EXPECT_EQ(event.type, c.type);
     EXPECT_EQ(object.resource_version, c.rv);
-    EXPECT_EQ(object.name, c.cm_name);
-    EXPECT_EQ(DataOf(object), c.data);
+    EXPECT_EQ(object.name, c.object_name);
+    EXPECT_EQ(object.json, c.json);
   }
+  EXPECT_EQ(DataOf(cm), (Pairs{{"a", "1"}}));
   WatchEvent event;
-  const Status gone = decoder.DecodeConfigMapEvent(
+  const Status gone = decoder.DecodeObjectEvent(
       RequestBuffer::CopyOf(Event(
           "ERROR",
           R"({"kind":"Status","status":"Failure","reason":"Expired","message":"too old","code":410})")),
@@ -331,18 +346,19 @@ TEST(ObjectDecoderTest, DecodesConfigMapEvents) {
   EXPECT_EQ(event.type, WatchEventType::kError);
   EXPECT_EQ(event.error_code, 410);
   EXPECT_TRUE(object.name.empty());
+  EXPECT_TRUE(object.json.empty());
 }
 
-TEST(ObjectDecoderTest, ConfigMapErrorsCarryThePath) {
+TEST(ObjectDecoderTest, RawObjectErrorsCarryThePath) {
   ObjectDecoder decoder;
   ListMeta meta;
-  const Status list = decoder.DecodeConfigMapList(
+  const Status list = decoder.DecodeObjectList(
       RequestBuffer::CopyOf(List("ConfigMapList", "1", "",
                                  {ConfigMap("ns", "a", "1", R"({"ok":"1"})"),
-                                  ConfigMap("ns", "b", "2", R"({"n":5})")})),
-      meta, [](const ConfigMapObject&) { return true; });
+                                  R"({"metadata":{"name":"b","namespace":5}})"})),
+      meta, [](const RawObject&) { return true; });
   EXPECT_EQ(list.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(list.message(), "decode ConfigMapList: /items/1/data/n: expected a string");
+  EXPECT_EQ(list.message(), "decode list: /items/1/metadata/namespace: expected a string");
   EXPECT_EQ(meta.resource_version, "");
 
   struct Case {
@@ -351,24 +367,39 @@ TEST(ObjectDecoderTest, ConfigMapErrorsCarryThePath) {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {"data not an object", Event("ADDED", R"({"metadata":{"name":"a"},"data":[]})"),
-       "decode config map watch event: /object/data: expected an object"},
       {"name not a string", Event("ADDED", R"({"metadata":{"name":7}})"),
-       "decode config map watch event: /object/metadata/name: expected a string"},
+       "decode watch event: /object/metadata/name: expected a string"},
       {"object not an object", Event("MODIFIED", "[]"),
-       "decode config map watch event: /object: expected an object"},
-      {"missing object", R"({"type":"ADDED"})",
-       "decode config map watch event: missing \"object\""},
+       "decode watch event: /object: expected an object"},
+      {"missing object", R"({"type":"ADDED"})", "decode watch event: missing \"object\""},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     WatchEvent event;
-    ConfigMapObject object;
-    const Status status =
-        decoder.DecodeConfigMapEvent(RequestBuffer::CopyOf(c.line), event, object);
+    RawObject object;
+    const Status status = decoder.DecodeObjectEvent(RequestBuffer::CopyOf(c.line), event, object);
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
     EXPECT_EQ(status.message(), c.message);
   }
+}
+
+TEST(ObjectDecoderTest, StringMapErrorsCarryThePath) {
+  ObjectDecoder decoder;
+  std::vector<std::pair<std::string_view, std::string_view>> data;
+  const Status value = decoder.DecodeStringMap(ConfigMap("ns", "b", "2", R"({"n":5})"), "data", data);
+  EXPECT_EQ(value.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(value.message(), "decode object: /data/n: expected a string");
+  EXPECT_TRUE(data.empty());
+  const Status map = decoder.DecodeStringMap(R"({"metadata":{"name":"a"},"data":[]})", "data", data);
+  EXPECT_EQ(map.message(), "decode object: /data: expected an object");
+  const Status json = decoder.DecodeStringMap(R"({"data":{"a":"1"})", "data", data);
+  EXPECT_EQ(json.code(), StatusCode::kInvalidArgument);
+  // Absent: empty, no error; the field is named case-insensitively, as Go does.
+  ASSERT_TRUE(decoder.DecodeStringMap(R"({"metadata":{}})", "data", data).ok());
+  EXPECT_TRUE(data.empty());
+  ASSERT_TRUE(decoder.DecodeStringMap(R"({"Data":{"a":"1"}})", "data", data).ok());
+  ASSERT_EQ(data.size(), 1u);
+  EXPECT_EQ(data[0].second, "1");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "control_plane/control_plane_suite.h"
 #include "schedext/cluster/cache.h"
 #include "schedext/cluster/informer.h"
+#include "schedext/cluster/resource_path.h"
 #include "schedext/cluster/kube_binder.h"
 #include "policy/builtin/gpushare/accounting.h"
 #include "policy/builtin/gpushare/convention.h"
@@ -77,9 +78,13 @@ TEST_F(RbacTest, SchedextsServiceAccountMayDoEverythingSchedextDoes) {
   nodes.kind = cluster::ResourceKind::kNodes;
   cluster::InformerOptions pods;
   pods.kind = cluster::ResourceKind::kPods;
-  cluster::InformerOptions config_maps;
-  config_maps.kind = cluster::ResourceKind::kConfigMaps;
-  config_maps.path = "/api/v1/namespaces/kube-system/configmaps";
+  // GpuShare's watch: the ConfigMaps of kube-system.
+  policy::WatchSpec gpu_watch;
+  gpu_watch.version = "v1";
+  gpu_watch.resource = "configmaps";
+  gpu_watch.namespace_name = "kube-system";
+  const cluster::InformerOptions config_maps = cluster::WatchInformerOptions(gpu_watch, {});
+  ASSERT_EQ(config_maps.path, "/api/v1/namespaces/kube-system/configmaps");
   cluster::Informer node_informer(recording, cache, nodes);
   cluster::Informer pod_informer(recording, cache, pods);
   cluster::Informer cm_informer(recording, cache.WatchFeed(0), config_maps);

@@ -21,6 +21,7 @@
 #include "schedext/wire/object_decoder.h"
 #include "schedext/wire/request_buffer.h"
 #include "testing/json_builders.h"
+#include "testing/raw_objects.h"
 
 namespace schedext::explain_testing {
 
@@ -230,13 +231,11 @@ profiles:
 // unhealthy through the cache's first watch (GpuShare's).
 inline void FeedGpuCluster(cluster::ClusterCache& cache, const std::vector<PodJson>& pods) {
   FeedCache(cache, GpuNodes(), pods);
-  auto unhealthy = std::make_shared<model::OwnedConfigMap>();
-  unhealthy->namespace_name = "kube-system";
-  unhealthy->name = "unhealthy-gpu-g2";
-  unhealthy->resource_version = "3";
-  unhealthy->data = {{"gpus", "1"}};
-  cache.WatchFeed(0).OnReplace(cluster::ResourceKind::kConfigMaps,
-                               {{nullptr, nullptr, std::move(unhealthy)}});
+  cache.WatchFeed(0).OnReplace(
+      cluster::ResourceKind::kObjects,
+      {testing::RawInformerObject(
+          R"({"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"unhealthy-gpu-g2",)"
+          R"("namespace":"kube-system","resourceVersion":"3"},"data":{"gpus":"1"}})")});
 }
 
 }  // namespace schedext::explain_testing

@@ -216,7 +216,7 @@ class HotLoopTest : public ::testing::Test {
     cache->OnReplace(cluster::ResourceKind::kNodes, std::move(nodes));
     cache->OnReplace(cluster::ResourceKind::kPods, std::move(pods));
     for (size_t w = 0; w < options.watches.size(); ++w) {
-      cache->WatchFeed(w).OnReplace(cluster::ResourceKind::kConfigMaps, {});
+      cache->WatchFeed(w).OnReplace(cluster::ResourceKind::kObjects, {});
     }
     EXPECT_TRUE(cache->Synced());
     return cache;

@@ -837,7 +837,9 @@ TEST(GpuShareTest, ProfilesShareOneAccountingWatchAndRoute) {
   ASSERT_TRUE(NewGpuShare(json::parse(R"({"unit": "GiB"})"), context).ok());  // the default
   EXPECT_EQ(host.accountings().size(), 1u);
   ASSERT_EQ(host.watches().size(), 1u);
-  EXPECT_EQ(host.watches()[0].spec.kind, WatchedKind::kConfigMaps);
+  EXPECT_EQ(host.watches()[0].spec.group, "");
+  EXPECT_EQ(host.watches()[0].spec.version, "v1");
+  EXPECT_EQ(host.watches()[0].spec.resource, "configmaps");
   EXPECT_EQ(host.watches()[0].spec.namespace_name, "kube-system");
   ASSERT_EQ(host.routes().size(), 1u);
   EXPECT_EQ(host.routes()[0].path, "/gpushare/inspect");

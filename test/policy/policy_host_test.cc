@@ -40,10 +40,10 @@ class CountingAccounting final : public NodeAccounting {
 
 class NullWatchHandler final : public WatchHandler {
  public:
-  void OnReplace(std::span<const model::OwnedConfigMap* const> /*objects*/,
+  void OnReplace(std::span<const wire::RawObject> /*objects*/,
                  NodeRefresher& /*refresh*/) override {}
-  void OnUpsert(const model::OwnedConfigMap& /*object*/, NodeRefresher& /*refresh*/) override {}
-  void OnDelete(const model::OwnedConfigMap& /*object*/, NodeRefresher& /*refresh*/) override {}
+  void OnUpsert(const wire::RawObject& /*object*/, NodeRefresher& /*refresh*/) override {}
+  void OnDelete(const wire::RawObject& /*object*/, NodeRefresher& /*refresh*/) override {}
 };
 
 int Answer(std::string_view rest, std::string& body) {
@@ -93,13 +93,23 @@ TEST(PolicyHostTest, RoutesAreValidatedAndUnique) {
 TEST(PolicyHostTest, WatchSpecsAreValidated) {
   PolicyHost host;
   auto handler = std::make_shared<NullWatchHandler>();
-  EXPECT_TRUE(host.Watch({WatchedKind::kConfigMaps, "kube-system", "app=gpu", ""}, handler).ok());
-  EXPECT_TRUE(host.Watch({WatchedKind::kConfigMaps, "", "", "metadata.name=x"}, handler).ok());
-  EXPECT_FALSE(host.Watch({WatchedKind::kConfigMaps, "Kube_System", "", ""}, handler).ok());
-  EXPECT_FALSE(host.Watch({WatchedKind::kConfigMaps, "-a", "", ""}, handler).ok());
-  EXPECT_FALSE(host.Watch({WatchedKind::kConfigMaps, "a", "x\ny", ""}, handler).ok());
-  EXPECT_FALSE(host.Watch({WatchedKind::kConfigMaps, "a", "", ""}, nullptr).ok());
-  ASSERT_EQ(host.watches().size(), 2U);
+  EXPECT_TRUE(host.Watch({"", "v1", "configmaps", "kube-system", "app=gpu", ""}, handler).ok());
+  EXPECT_TRUE(host.Watch({"", "v1", "configmaps", "", "", "metadata.name=x"}, handler).ok());
+  EXPECT_FALSE(host.Watch({"", "v1", "configmaps", "Kube_System", "", ""}, handler).ok());
+  EXPECT_FALSE(host.Watch({"", "v1", "configmaps", "-a", "", ""}, handler).ok());
+  EXPECT_FALSE(host.Watch({"", "v1", "configmaps", "a", "x\ny", ""}, handler).ok());
+  EXPECT_FALSE(host.Watch({"", "v1", "configmaps", "a", "", ""}, nullptr).ok());
+  // Any group/version/resource: a CRD's, a named group's.
+  EXPECT_TRUE(host.Watch({"example.com", "v1", "widgets", "team-a", "", ""}, handler).ok());
+  EXPECT_TRUE(host.Watch({"resource.k8s.io", "v1beta1", "resourceslices", "", "", ""}, handler)
+                  .ok());
+  EXPECT_FALSE(host.Watch({"Example.com", "v1", "widgets", "", "", ""}, handler).ok());
+  EXPECT_FALSE(host.Watch({"example..com", "v1", "widgets", "", "", ""}, handler).ok());
+  EXPECT_FALSE(host.Watch({"example.com.", "v1", "widgets", "", "", ""}, handler).ok());
+  EXPECT_FALSE(host.Watch({"example.com", "", "widgets", "", "", ""}, handler).ok());
+  EXPECT_FALSE(host.Watch({"example.com", "v1", "", "", "", ""}, handler).ok());
+  EXPECT_FALSE(host.Watch({"example.com", "v1", "widgets/x", "", "", ""}, handler).ok());
+  ASSERT_EQ(host.watches().size(), 4U);
   EXPECT_EQ(host.watches()[0].spec.namespace_name, "kube-system");
   EXPECT_EQ(host.watches()[1].spec.field_selector, "metadata.name=x");
 }

@@ -24,6 +24,7 @@
 #include "schedext/server/metrics.h"
 #include "schedext/server/service.h"
 #include "testing/model_builders.h"
+#include "testing/raw_objects.h"
 
 namespace schedext::server {
 namespace {
@@ -102,15 +103,13 @@ std::unique_ptr<cluster::ClusterCache> SmallCluster(const policy::PolicyHost* ho
                    GpuPod("default", "d", "g2", 3, 8), GpuPod("default", "e", "", 0, 5)}) {
     pods.push_back({nullptr, std::move(pod), nullptr});
   }
-  auto unhealthy = std::make_shared<model::OwnedConfigMap>();
-  unhealthy->namespace_name = "kube-system";
-  unhealthy->name = "unhealthy-gpu-g2";
-  unhealthy->resource_version = "3";
-  unhealthy->data = {{"gpus", "1"}};
   cache->OnReplace(cluster::ResourceKind::kNodes, std::move(nodes));
   cache->OnReplace(cluster::ResourceKind::kPods, std::move(pods));
-  cache->WatchFeed(0).OnReplace(cluster::ResourceKind::kConfigMaps,
-                                {{nullptr, nullptr, std::move(unhealthy)}});
+  cache->WatchFeed(0).OnReplace(
+      cluster::ResourceKind::kObjects,
+      {testing::RawInformerObject(
+          R"({"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"unhealthy-gpu-g2",)"
+          R"("namespace":"kube-system","resourceVersion":"3"},"data":{"gpus":"1"}})")});
   // A bind in flight: reserved on g1's device 1, not yet seen by the watch.
   const auto assumed = GpuPod("team", "f", "g1", 1, 6);
   const Status s = cache->Assume({assumed->info().uid, assumed->info().namespace_name,

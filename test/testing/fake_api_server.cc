@@ -238,8 +238,14 @@ std::string_view KindOf(FakeResource r) {
       return "Pod";
     case FakeResource::kConfigMaps:
       return "ConfigMap";
+    case FakeResource::kWidgets:
+      return "Widget";
   }
   return "Pod";
+}
+
+std::string_view ApiVersionOf(FakeResource r) {
+  return r == FakeResource::kWidgets ? "example.com/v1" : "v1";
 }
 
 std::string_view ListKindOf(FakeResource r) {
@@ -250,6 +256,8 @@ std::string_view ListKindOf(FakeResource r) {
       return "PodList";
     case FakeResource::kConfigMaps:
       return "ConfigMapList";
+    case FakeResource::kWidgets:
+      return "WidgetList";
   }
   return "PodList";
 }
@@ -306,7 +314,7 @@ std::string MediaType(const std::string& content_type) {
 json WithKind(FakeResource r, const json& obj) {
   json out = json::object();
   out["kind"] = KindOf(r);
-  out["apiVersion"] = "v1";
+  out["apiVersion"] = ApiVersionOf(r);
   for (auto it = obj.begin(); it != obj.end(); ++it) {
     if (it.key() != "kind" && it.key() != "apiVersion") {
       out[it.key()] = it.value();
@@ -525,7 +533,7 @@ std::string FakeApiServer::StatusJson(int code, std::string_view reason,
 // ---------------------------------------------------------------------------
 
 struct FakeApiServer::Impl {
-  static constexpr size_t kResourceCount = 3;  // FakeResource values
+  static constexpr size_t kResourceCount = 4;  // FakeResource values
 
   // One open watch stream. Guarded by Impl::mu.
   struct Watch {
@@ -761,6 +769,17 @@ void FakeApiServer::Impl::HandleGet(const httplib::Request& req, httplib::Respon
     collection = FakeResource::kPods;
   } else if (path == "/api/v1/configmaps") {
     collection = FakeResource::kConfigMaps;
+  } else if (path == "/apis/example.com/v1/widgets") {
+    collection = FakeResource::kWidgets;
+  } else if (static const std::string kWidgetPrefix = "/apis/example.com/v1/namespaces/";
+             path.rfind(kWidgetPrefix, 0) == 0) {
+    // /apis/example.com/v1/namespaces/{ns}/widgets
+    const std::string rest = path.substr(kWidgetPrefix.size());
+    const size_t slash = rest.find('/');
+    if (slash != std::string::npos && slash > 0 && rest.substr(slash) == "/widgets") {
+      collection = FakeResource::kWidgets;
+      collection_ns = rest.substr(0, slash);
+    }
   } else if (path.rfind(kPrefix, 0) == 0) {
     // /api/v1/namespaces/{ns}/configmaps
     static const std::string kSuffix = "/configmaps";
@@ -872,7 +891,7 @@ void FakeApiServer::Impl::HandleList(FakeResource r, const std::string& ns,
   }
   json list = json::object();
   list["kind"] = ListKindOf(r);
-  list["apiVersion"] = "v1";
+  list["apiVersion"] = ApiVersionOf(r);
   list["metadata"] = {{"resourceVersion", std::to_string(list_rv)}};
   if (more) {
     list["metadata"]["continue"] = Base64UrlEncode(std::to_string(list_rv) + ":" +
@@ -1444,7 +1463,7 @@ void FakeApiServer::PushBookmark(FakeResource resource) {
   // resourceVersion set. The Node's is as seen from kube-apiserver 1.26; the
   // Pod's and ConfigMap's follow from the same encoding.
   json object = {{"kind", KindOf(resource)},
-                 {"apiVersion", "v1"},
+                 {"apiVersion", ApiVersionOf(resource)},
                  {"metadata",
                   {{"resourceVersion", std::to_string(impl_->rv)}, {"creationTimestamp", nullptr}}}};
   if (resource == FakeResource::kNodes) {

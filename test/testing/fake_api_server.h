@@ -91,7 +91,10 @@ std::string FixturePod(std::string_view pod_namespace, std::string_view name,
 std::string FixtureConfigMap(std::string_view pod_namespace, std::string_view name,
                              const std::vector<std::pair<std::string, std::string>>& data);
 
-enum class FakeResource { kNodes, kPods, kConfigMaps };
+// kWidgets: a namespaced custom resource, example.com/v1 Widget, served where
+// a CRD's objects are: /apis/example.com/v1/widgets and
+// /apis/example.com/v1/namespaces/{ns}/widgets.
+enum class FakeResource { kNodes, kPods, kConfigMaps, kWidgets };
 
 struct FakeApiServerOptions {
   bool tls = true;

@@ -28,6 +28,12 @@ int ReplayCommand(const std::vector<std::string>& args, std::ostream& out, std::
 // profiles itself; 1 also when the server cannot be reached or refuses.
 int WhyCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
+// `schedext --check-config FILE`: loads FILE and builds its profiles as the
+// server would; 0 with "FILE: ok (N profile(s))" on `out`, or 1 with a message
+// naming the field on `err` (also when a policy needs the cluster that
+// cluster.mode "disabled" denies it).
+int CheckConfigCommand(const std::string& path, std::ostream& out, std::ostream& err);
+
 // ---- shared by the subcommands ----
 
 struct LoadedConfig {

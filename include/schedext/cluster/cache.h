@@ -87,7 +87,7 @@
 namespace schedext::cluster {
 
 namespace internal {
-struct CacheState;  // the persistent node table and pod trie; defined in cache.cc
+struct CacheState;  // the persistent node table and pod trie; defined in src/cluster/cache_index.h
 }
 
 // An immutable view of the cache at one moment. Pointers it returns stay valid
@@ -261,7 +261,7 @@ class ClusterCache final : public InformerHandler {
                  std::shared_ptr<const Snapshot>& snapshot) const;
 
  private:
-  struct Index;  // the mutable bookkeeping, guarded by mu_; defined in cache.cc
+  struct Index;  // the mutable bookkeeping, guarded by mu_; defined in src/cluster/cache_index.h
   class Feed;    // WatchFeed's handlers; defined in cache.cc
   // One event of watch `watch`, applied under mu_ and published.
   void ApplyWatch(size_t watch, const std::function<void(policy::WatchHandler& handler,

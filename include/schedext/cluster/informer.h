@@ -1,4 +1,5 @@
-// Informer: a reflector, as client-go has, for nodes, pods or ConfigMaps. It LISTs the
+// Informer: a reflector, as client-go has, for nodes, pods or the objects of any
+// other resource (a policy's watch: RawObjects, see resource_path.h). It LISTs the
 // resource page by page (`limit` / `continue`), hands the complete list to its
 // handler (OnReplace), then WATCHes from the list's resourceVersion with
 // `allowWatchBookmarks=true` and a `timeoutSeconds` randomised in
@@ -45,20 +46,38 @@
 #include "schedext/cluster/kube_client.h"
 #include "schedext/model/owned.h"
 #include "schedext/status.h"
+#include "schedext/wire/object_decoder.h"
 
 namespace schedext::cluster {
 
-enum class ResourceKind { kNodes, kPods, kConfigMaps };
+// kObjects: any other resource, read as wire::RawObjects (a policy's watch).
+enum class ResourceKind { kNodes, kPods, kObjects };
 
-// "nodes" / "pods" / "configmaps", for logs.
+// "nodes" / "pods" / "objects", for logs.
 std::string_view ResourceKindName(ResourceKind kind);
 
-// One object of an informer: `node` for kNodes, `pod` for kPods, `config_map`
-// for kConfigMaps (the others null).
+// A RawObject owned: its identity and JSON text copied into one string, so it
+// outlives the page or event line it came in. Not copyable or movable (the
+// view points into the object's own arena); hold it by shared_ptr.
+class OwnedObject {
+ public:
+  explicit OwnedObject(const wire::RawObject& object);
+  OwnedObject(const OwnedObject&) = delete;
+  OwnedObject& operator=(const OwnedObject&) = delete;
+
+  const wire::RawObject& view() const { return view_; }
+
+ private:
+  std::string arena_;
+  wire::RawObject view_;
+};
+
+// One object of an informer: `node` for kNodes, `pod` for kPods, `object` for
+// kObjects (the others null).
 struct InformerObject {
   std::shared_ptr<const model::OwnedNode> node;
   std::shared_ptr<const model::OwnedPod> pod;
-  std::shared_ptr<const model::OwnedConfigMap> config_map;
+  std::shared_ptr<const OwnedObject> object;
 };
 
 // What an informer feeds; the cluster cache implements it. Calls come from the
@@ -77,10 +96,11 @@ class InformerHandler {
 
 struct InformerOptions {
   ResourceKind kind = ResourceKind::kPods;
-  // Collection path; empty: "/api/v1/nodes", "/api/v1/pods" or
-  // "/api/v1/configmaps" (all namespaces; give
-  // "/api/v1/namespaces/<ns>/configmaps" to watch one).
+  // Collection path; empty: "/api/v1/nodes" or "/api/v1/pods". Required for
+  // kObjects (CollectionPath in resource_path.h builds it).
   std::string path;
+  // What the logs call the resource; empty: ResourceKindName(kind).
+  std::string name;
   // Extra query parameters for LIST and WATCH, already URL-encoded, without a
   // leading '&' (e.g. "fieldSelector=spec.nodeName%21%3D"). Empty: none.
   std::string extra_query;

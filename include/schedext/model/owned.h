@@ -20,11 +20,8 @@
 #define SCHEDEXT_MODEL_OWNED_H_
 
 #include <cstddef>
-#include <optional>
 #include <string>
 #include <string_view>
-#include <utility>
-#include <vector>
 
 #include "schedext/model/node_info.h"
 #include "schedext/model/pod_info.h"
@@ -78,25 +75,6 @@ class OwnedPod {
   PodInfo info_;
   std::string_view resource_version_;
   bool deleting_ = false;
-};
-
-// A ConfigMap, as the cluster cache reads it (GPU sharing's unhealthy-device
-// lists). Small and rare: plain strings.
-struct OwnedConfigMap {
-  std::string namespace_name;
-  std::string name;
-  std::string resource_version;
-  std::vector<std::pair<std::string, std::string>> data;  // .data, in document order
-
-  // The value of `key` in data, nullopt when absent.
-  std::optional<std::string_view> Find(std::string_view key) const {
-    for (const auto& [k, v] : data) {
-      if (k == key) {
-        return std::string_view(v);
-      }
-    }
-    return std::nullopt;
-  }
 };
 
 }  // namespace schedext::model

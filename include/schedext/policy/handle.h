@@ -92,9 +92,11 @@ class PolicyHandle {
   // Registers per-node state; returns its slot in NodeUsage::states.
   virtual StatusOr<NodeStateSlot> AddNodeAccounting(
       std::shared_ptr<const NodeAccounting> accounting) = 0;
-  // Watches `spec` besides nodes and pods; the cache hands its lists and
-  // events to `handler` and is not synced before the first list.
-  // kInvalidArgument for a malformed namespace or selector.
+  // Watches the resource `spec` names (any group/version/resource) besides
+  // nodes and pods; the cache hands its lists and events to `handler`, as
+  // raw objects, and is not synced before the first list.
+  // kInvalidArgument for a malformed group, version, resource, namespace or
+  // selector.
   virtual Status Watch(WatchSpec spec, std::shared_ptr<WatchHandler> handler) = 0;
 
   // The summary `summarize(const model::NodeInfo&) -> T` of every node the

@@ -32,8 +32,8 @@
 #include <string_view>
 
 #include "schedext/model/node_state.h"
-#include "schedext/model/owned.h"
 #include "schedext/model/pod_info.h"
+#include "schedext/wire/object_decoder.h"
 
 namespace schedext::policy {
 
@@ -60,16 +60,21 @@ class NodeAccounting {
   }
 };
 
-// Resources a policy may watch besides nodes and pods. The cache's decoder
-// reads each kind into a model object; a new kind needs a decoder first.
-enum class WatchedKind { kConfigMaps };
-
-// One extra watch: kind, namespace ("" = all namespaces; prefer one — a
-// cluster-wide ConfigMap watch carries every application's configuration)
-// and the API's selectors ("" = none), e.g. "app=gpu-health",
-// "metadata.name=foo".
+// One extra watch, of any resource the API serves, named as client-go's
+// dynamic informers name it (a GroupVersionResource): `group` ("" for the
+// core group: ConfigMaps, ResourceQuotas, ...; "resource.k8s.io",
+// "example.com" for a CRD), `version` ("v1") and `resource`, the plural
+// lower-case name of its REST path ("configmaps", "resourceslices"). The
+// cluster layer builds the REST path from them. `namespace_name` ("" = all
+// namespaces, and the only choice for cluster-scoped resources; prefer one
+// for namespaced ones — a cluster-wide ConfigMap watch carries every
+// application's configuration) and the API's selectors ("" = none), e.g.
+// "app=gpu-health", "metadata.name=foo". The deployment must grant list and
+// watch on the resource (deploy/ RBAC).
 struct WatchSpec {
-  WatchedKind kind = WatchedKind::kConfigMaps;
+  std::string group;
+  std::string version = "v1";
+  std::string resource;
   std::string namespace_name;
   std::string label_selector;
   std::string field_selector;
@@ -87,18 +92,19 @@ class NodeRefresher {
 // The accounting hook of one watched resource: the cache calls it for each
 // list and event of that watch (see the thread-safety note above). Until the
 // first OnReplace the cache is not synced (requests answer "node cache not
-// synced" and /readyz is false).
+// synced" and /readyz is false). Objects come raw (wire::RawObject: identity
+// and JSON text); the handler decodes what it needs with a
+// wire::ObjectDecoder of its own. Their views live only for the call.
 class WatchHandler {
  public:
   virtual ~WatchHandler() = default;
   // The complete current set (first sync and every relist): objects not in
   // it are gone.
-  virtual void OnReplace(std::span<const model::OwnedConfigMap* const> objects,
-                         NodeRefresher& refresh) = 0;
+  virtual void OnReplace(std::span<const wire::RawObject> objects, NodeRefresher& refresh) = 0;
   // ADDED or MODIFIED.
-  virtual void OnUpsert(const model::OwnedConfigMap& object, NodeRefresher& refresh) = 0;
+  virtual void OnUpsert(const wire::RawObject& object, NodeRefresher& refresh) = 0;
   // DELETED; `object` is its last state.
-  virtual void OnDelete(const model::OwnedConfigMap& object, NodeRefresher& refresh) = 0;
+  virtual void OnDelete(const wire::RawObject& object, NodeRefresher& refresh) = 0;
 };
 
 }  // namespace schedext::policy

@@ -151,15 +151,28 @@ uint64_t GpuAccounting::UnhealthyMask(std::string_view node) const {
   return it != unhealthy_.end() ? it->second : 0;
 }
 
-GpuAccounting::Unhealthy GpuAccounting::Read(const model::OwnedConfigMap& config_map) const {
+GpuAccounting::Unhealthy GpuAccounting::Read(const wire::RawObject& config_map) const {
   const std::optional<std::string_view> node =
       UnhealthyConfigMapNode(config_map.namespace_name, config_map.name, convention_);
   if (!node.has_value()) {
     return {};
   }
+  if (const Status decoded = decoder_.DecodeStringMap(config_map.json, "data", data_);
+      !decoded.ok()) {
+    // The API server validated it; a body that does not decode lists no
+    // device, as an absent key does.
+    spdlog::warn("GpuShare: ConfigMap {}/{}: {}; no unhealthy device read",
+                 config_map.namespace_name, config_map.name, decoded.message());
+  }
+  std::string_view devices;
+  for (const auto& [key, value] : data_) {
+    if (key == convention_.unhealthy_key) {
+      devices = value;
+      break;
+    }
+  }
   int invalid = 0;
-  const uint64_t mask = ParseUnhealthyDevices(
-      config_map.Find(convention_.unhealthy_key).value_or(std::string_view()), &invalid);
+  const uint64_t mask = ParseUnhealthyDevices(devices, &invalid);
   if (invalid > 0) {
     spdlog::warn(
         "GpuShare: ConfigMap {}/{}: {} entries of key {} are not device indexes in [0, {}); "
@@ -188,11 +201,11 @@ void GpuAccounting::SetUnhealthy(std::string_view node, uint64_t mask, NodeRefre
   refresh.RefreshNode(node);
 }
 
-void GpuAccounting::OnReplace(std::span<const model::OwnedConfigMap* const> objects,
+void GpuAccounting::OnReplace(std::span<const wire::RawObject> objects,
                               NodeRefresher& refresh) {
   std::unordered_map<std::string, uint64_t, StringHash, std::equal_to<>> fresh;
-  for (const model::OwnedConfigMap* object : objects) {
-    if (const Unhealthy read = Read(*object); !read.node.empty()) {
+  for (const wire::RawObject& object : objects) {
+    if (const Unhealthy read = Read(object); !read.node.empty()) {
       fresh.insert_or_assign(std::string(read.node), read.mask);
     }
   }
@@ -211,13 +224,13 @@ void GpuAccounting::OnReplace(std::span<const model::OwnedConfigMap* const> obje
   }
 }
 
-void GpuAccounting::OnUpsert(const model::OwnedConfigMap& object, NodeRefresher& refresh) {
+void GpuAccounting::OnUpsert(const wire::RawObject& object, NodeRefresher& refresh) {
   if (const Unhealthy read = Read(object); !read.node.empty()) {
     SetUnhealthy(read.node, read.mask, refresh);
   }
 }
 
-void GpuAccounting::OnDelete(const model::OwnedConfigMap& object, NodeRefresher& refresh) {
+void GpuAccounting::OnDelete(const wire::RawObject& object, NodeRefresher& refresh) {
   const std::optional<std::string_view> node =
       UnhealthyConfigMapNode(object.namespace_name, object.name, convention_);
   if (node.has_value()) {

@@ -14,7 +14,8 @@
 // convention.unhealthy_namespace): a ConfigMap named <unhealthy_prefix><node>
 // sets the node's GpuUsage::unhealthy mask from its <unhealthy_key> (a node
 // not known yet gets it when it appears; a deleted ConfigMap clears it);
-// every other ConfigMap is ignored.
+// every other ConfigMap is ignored. The watch hands the ConfigMaps over raw;
+// only the .data of those named so is decoded.
 //
 // Recorded (NodeStateCodec, as "GpuShare"): a node's GpuUsage as
 // {"used": [6, 3], "pods": [1, 1], "unassigned": 0, "unhealthy": 2}, so that
@@ -33,12 +34,15 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "policy/builtin/gpushare/convention.h"
 #include "schedext/model/node_info.h"
 #include "schedext/model/node_state.h"
 #include "schedext/policy/node_accounting.h"
 #include "schedext/policy/recorded_state.h"
+#include "schedext/wire/object_decoder.h"
 
 namespace schedext::policy::gpushare {
 
@@ -82,10 +86,9 @@ class GpuAccounting final : public NodeAccounting, public WatchHandler, public N
       std::string_view json) const override;
 
   // WatchHandler
-  void OnReplace(std::span<const model::OwnedConfigMap* const> objects,
-                 NodeRefresher& refresh) override;
-  void OnUpsert(const model::OwnedConfigMap& object, NodeRefresher& refresh) override;
-  void OnDelete(const model::OwnedConfigMap& object, NodeRefresher& refresh) override;
+  void OnReplace(std::span<const wire::RawObject> objects, NodeRefresher& refresh) override;
+  void OnUpsert(const wire::RawObject& object, NodeRefresher& refresh) override;
+  void OnDelete(const wire::RawObject& object, NodeRefresher& refresh) override;
 
  private:
   struct StringHash {
@@ -99,7 +102,7 @@ class GpuAccounting final : public NodeAccounting, public WatchHandler, public N
 
   uint64_t UnhealthyMask(std::string_view node) const;
   // What `config_map` says, or no node when it is not an unhealthy ConfigMap.
-  Unhealthy Read(const model::OwnedConfigMap& config_map) const;
+  Unhealthy Read(const wire::RawObject& config_map) const;
   // Records `mask` for `node` and has the cache refresh it when it changed.
   void SetUnhealthy(std::string_view node, uint64_t mask, NodeRefresher& refresh);
 
@@ -108,6 +111,10 @@ class GpuAccounting final : public NodeAccounting, public WatchHandler, public N
   // the node states so a ConfigMap may arrive before its node and survive
   // every rebuild of the node's entry. Under the cache's mutex.
   std::unordered_map<std::string, uint64_t, StringHash, std::equal_to<>> unhealthy_;
+  // Read's decoder of ConfigMap .data and its output (reused). Under the
+  // cache's mutex, as unhealthy_.
+  mutable wire::ObjectDecoder decoder_;
+  mutable std::vector<std::pair<std::string_view, std::string_view>> data_;
 };
 
 }  // namespace schedext::policy::gpushare

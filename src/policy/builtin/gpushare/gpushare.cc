@@ -405,9 +405,11 @@ StatusOr<std::shared_ptr<SharedState>> MakeShared(const GpuShareConvention& conv
   SCHEDEXT_ASSIGN_OR_RETURN(shared->slot, handle.AddNodeAccounting(accounting));
   // Only the namespace of the unhealthy-GPU ConfigMaps: a cluster-wide
   // ConfigMap watch would carry every application's configuration.
-  SCHEDEXT_RETURN_IF_ERROR(
-      handle.Watch({WatchedKind::kConfigMaps, convention.unhealthy_namespace, "", ""},
-                   accounting));
+  WatchSpec config_maps;
+  config_maps.version = "v1";
+  config_maps.resource = "configmaps";
+  config_maps.namespace_name = convention.unhealthy_namespace;
+  SCHEDEXT_RETURN_IF_ERROR(handle.Watch(std::move(config_maps), accounting));
   handle.RequireCluster(std::string(kNeedsCluster));
   const NodeStateSlot slot = shared->slot;
   PolicyHandle* h = &handle;
