@@ -9,11 +9,12 @@
 // The lab scenario runs once per node mode: five nodes (a tainted control
 // plane, two CPU nodes, two tainted GPU nodes carrying example.com/gpu-mem
 // and one DRA device each, with the node status fields a current kubelet
-// reports), then one pod at a time, each bound before the next: a plain pod;
-// a pod created with a scheduling gate, sent to nobody until the gate is
-// removed; a GPU pod; a DaemonSet-like pod tolerating everything; a pod with
-// a ResourceClaim; five low-priority GPU pods; and a high-priority pod that
-// only fits by preempting some of them.
+// reports), then one pod at a time, each bound before the next: a pod with
+// affinities, ports and env; a pod created with a scheduling gate, sent to
+// nobody until the gate is removed; a GPU pod with an init container and a
+// sidecar; a DaemonSet-like pod tolerating everything, with pod-level
+// resources; a pod with a ResourceClaim; five low-priority GPU pods; and a
+// high-priority pod that only fits by preempting some of them.
 //
 // Not a ctest test (it writes into the source tree): run it by hand,
 //   SCHEDEXT_K8S_BIN_DIR=build/k8s/1.37 SCHEDEXT_K8S_VERSION=1.37
@@ -282,6 +283,10 @@ class RecordKubeScheduler : public E2eSuite {
             {"kubeProxyVersion", ""},
             {"operatingSystem", "linux"},
             {"architecture", "amd64"}}},
+          {"images",
+           {{{"names", {"registry.k8s.io/pause@sha256:7031c1b283388d2c2e09b57badb803c05ebed362dc88d84b480cc47f72a21097",
+                        "registry.k8s.io/pause:3.10"}},
+             {"sizeBytes", 320368}}}},
           {"runtimeHandlers",
            {{{"name", "runc"},
              {"features", {{"recursiveReadOnlyMounts", true}, {"userNamespaces", true}}}},
@@ -292,6 +297,13 @@ class RecordKubeScheduler : public E2eSuite {
            {{{"type", "InternalIP"}, {"address", "10.0.0." + std::to_string(nodes_.size())}},
             {{"type", "Hostname"}, {"address", name}}}}}}};
     auto r = cp().AdminRequest("PATCH", "/api/v1/nodes/" + name + "/status", status.dump());
+    ASSERT_TRUE(r.ok() && r->status == 200) << (r.ok() ? r->body : r.status().ToString());
+    const std::string cidr = "10.244." + std::to_string(nodes_.size()) + ".0/24";
+    const json spec = {{"spec",
+                        {{"podCIDR", cidr},
+                         {"podCIDRs", {cidr}},
+                         {"providerID", "lab://" + name}}}};
+    r = cp().AdminRequest("PATCH", "/api/v1/nodes/" + name, spec.dump());
     ASSERT_TRUE(r.ok() && r->status == 200) << (r.ok() ? r->body : r.status().ToString());
   }
 
@@ -373,7 +385,21 @@ class RecordKubeScheduler : public E2eSuite {
     ASSERT_NO_FATAL_FAILURE(DeviceOn("lab-gpu-1"));
     ASSERT_NO_FATAL_FAILURE(DeviceOn("lab-gpu-2"));
 
-    ASSERT_NO_FATAL_FAILURE(CreateAndBind(LabPod("web-1", {{"cpu", "500m"}, {"memory", "512Mi"}})));
+    // The fields of a typical Deployment pod.
+    json web = LabPod("web-1", {{"cpu", "500m"}, {"memory", "512Mi"}});
+    web["metadata"]["annotations"] = {{"lab.example.com/purpose", "plain pod"}};
+    web["spec"]["nodeSelector"] = {{"kubernetes.io/os", "linux"}};
+    web["spec"]["containers"][0]["env"] = {{{"name", "LOG_LEVEL"}, {"value", "info"}}};
+    web["spec"]["containers"][0]["ports"] = {
+        {{"name", "http"}, {"containerPort", 80}, {"protocol", "TCP"}}};
+    web["spec"]["affinity"] = json::parse(R"({
+      "nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 10,
+        "preference": {"matchExpressions": [{"key": "topology.kubernetes.io/zone",
+                                             "operator": "In", "values": ["zone-a"]}]}}]},
+      "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 50,
+        "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "web"}},
+                            "topologyKey": "kubernetes.io/hostname"}}]}})");
+    ASSERT_NO_FATAL_FAILURE(CreateAndBind(web));
 
     // Gated: kube-scheduler holds it (PreEnqueue) without calling anyone.
     json gated = LabPod("gated-1", {{"cpu", "500m"}, {"memory", "512Mi"}});
@@ -388,12 +414,22 @@ class RecordKubeScheduler : public E2eSuite {
     ASSERT_TRUE(r.ok() && r->status == 200) << (r.ok() ? r->body : r.status().ToString());
     ASSERT_EQ(WaitForNodeNames(cp(), ns_, {"gated-1"}, kScheduleTimeout).count("gated-1"), 1u);
 
+    // An init container, then a sidecar (a restartable init container).
     json infer = LabPod("gpu-infer-1", {{"cpu", "1"}, {"memory", "4Gi"}, {"example.com/gpu-mem", "40"}});
     TolerateGpu(infer);
+    infer["spec"]["initContainers"] = json::parse(R"([
+      {"name": "fetch-model", "image": "registry.k8s.io/pause:3.9",
+       "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}},
+      {"name": "metrics", "image": "registry.k8s.io/pause:3.9", "restartPolicy": "Always",
+       "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}])");
     ASSERT_NO_FATAL_FAILURE(CreateAndBind(infer));
 
+    // Pod-level resources (PodLevelResources, beta and on since 1.34): the
+    // pod's requests are spec.resources, above its container's.
     json agent = LabPod("node-agent-1", {{"cpu", "100m"}, {"memory", "64Mi"}});
     agent["spec"]["tolerations"] = {{{"operator", "Exists"}}};
+    agent["spec"]["resources"] = {{"requests", {{"cpu", "200m"}, {"memory", "256Mi"}}},
+                                  {"limits", {{"cpu", "400m"}, {"memory", "256Mi"}}}};
     ASSERT_NO_FATAL_FAILURE(CreateAndBind(agent));
 
     // A pod whose device comes from a ResourceClaim (DRA, resource.k8s.io/v1).

@@ -84,19 +84,33 @@ void ExpectPodAsParsed(const model::PodInfo& pod, const json& reference) {
     EXPECT_EQ(pod.labels.Find(key), value.get<std::string>()) << key;
   }
   EXPECT_EQ(pod.tolerations.size(), spec.value("tolerations", json::array()).size());
-  ASSERT_EQ(pod.containers.size(), spec["containers"].size());
-  for (size_t i = 0; i < pod.containers.size(); ++i) {
-    const json& resources = spec["containers"][i]["resources"];
-    const json requests = resources.value("requests", json::object());
-    const json limits = resources.value("limits", json::object());
-    for (const auto& [name, quantity] : requests.items()) {
-      EXPECT_EQ(Amount(pod.containers[i].requests, name), Quantity(name, quantity)) << name;
+  const auto expect_containers = [](const std::vector<model::ContainerResources>& decoded,
+                                    const json& containers) {
+    ASSERT_EQ(decoded.size(), containers.size());
+    for (size_t i = 0; i < decoded.size(); ++i) {
+      const json& resources = containers[i]["resources"];
+      const json requests = resources.value("requests", json::object());
+      const json limits = resources.value("limits", json::object());
+      for (const auto& [name, quantity] : requests.items()) {
+        EXPECT_EQ(Amount(decoded[i].requests, name), Quantity(name, quantity)) << name;
+      }
+      for (const auto& [name, quantity] : limits.items()) {
+        EXPECT_EQ(Amount(decoded[i].limits, name), Quantity(name, quantity)) << name;
+      }
+      EXPECT_EQ(decoded[i].restartable, containers[i].value("restartPolicy", "") == "Always");
     }
-    for (const auto& [name, quantity] : limits.items()) {
-      EXPECT_EQ(Amount(pod.containers[i].limits, name), Quantity(name, quantity)) << name;
-    }
+  };
+  expect_containers(pod.containers, spec["containers"]);
+  expect_containers(pod.init_containers, spec.value("initContainers", json::array()));
+  const json node_selector = spec.value("nodeSelector", json::object());
+  EXPECT_EQ(pod.node_selector.size(), node_selector.size());
+  for (const auto& [key, value] : node_selector.items()) {
+    EXPECT_EQ(pod.node_selector.Find(key), value.get<std::string>()) << key;
   }
-  EXPECT_EQ(pod.init_containers.size(), spec.value("initContainers", json::array()).size());
+  const json preferred = spec.value("affinity", json::object())
+                             .value("nodeAffinity", json::object())
+                             .value("preferredDuringSchedulingIgnoredDuringExecution", json::array());
+  EXPECT_EQ(pod.preferred_node_affinity.size(), preferred.size());
 }
 
 // The same of a v1.Node: labels, taints, capacity, allocatable, conditions.
@@ -265,6 +279,41 @@ TEST_F(Fixtures137Test, AResourceClaimPodDecodes) {
   }
 }
 
+// gpu-infer-1 runs an init container, then a sidecar (restartPolicy Always)
+// beside its GPU container: the sidecar counts with the containers, the init
+// container only against them.
+TEST_F(Fixtures137Test, InitContainerAndSidecarCountAsKubeSchedulerCountsThem) {
+  for (const fs::path& dir : {kFullDir, kNamesDir}) {
+    SCOPED_TRACE(dir.string());
+    ASSERT_TRUE(Args(dir / "filter-3.json").ok());
+    const model::PodInfo& pod = args_.pod;
+    EXPECT_EQ(pod.name, "gpu-infer-1");
+    ASSERT_EQ(pod.init_containers.size(), 2u);
+    EXPECT_FALSE(pod.init_containers[0].restartable);
+    EXPECT_TRUE(pod.init_containers[1].restartable);
+    EXPECT_EQ(pod.requests.milli_cpu, 1100);
+    EXPECT_EQ(pod.requests.memory, 4 * kKi * kKi * kKi + 128 * kKi * kKi);
+    EXPECT_EQ(pod.requests.Get("example.com/gpu-mem"), 40);
+  }
+}
+
+// web-1 carries what a Deployment's pod typically does: an annotation, a
+// nodeSelector, env, a port, node affinity and pod anti-affinity.
+TEST_F(Fixtures137Test, ATypicalDeploymentPodDecodes) {
+  for (const fs::path& dir : {kFullDir, kNamesDir}) {
+    SCOPED_TRACE(dir.string());
+    ASSERT_TRUE(Args(dir / "filter-1.json").ok());
+    const model::PodInfo& pod = args_.pod;
+    EXPECT_EQ(pod.name, "web-1");
+    EXPECT_EQ(pod.annotations.Find("lab.example.com/purpose"), "plain pod");
+    EXPECT_EQ(pod.node_selector.Find("kubernetes.io/os"), "linux");
+    ASSERT_EQ(pod.preferred_node_affinity.size(), 1u);
+    EXPECT_EQ(pod.preferred_node_affinity[0].weight, 10);
+    EXPECT_EQ(pod.requests.milli_cpu, 500);
+    EXPECT_EQ(pod.requests.memory, 512 * kKi * kKi);
+  }
+}
+
 // A full node of 1.37 carries status fields 1.26 had not: skipped when
 // decoding, kept in the span schedext echoes.
 TEST_F(Fixtures137Test, NewNodeStatusFieldsAreKeptInTheEcho) {
@@ -299,7 +348,7 @@ TEST_F(Fixtures137Test, PreemptionCarriesTwoCandidatesWithTwoVictimsEach) {
   ASSERT_EQ(candidates[0].pods.size(), 2u);
   ASSERT_EQ(candidates[1].pods.size(), 2u);
   EXPECT_EQ(candidates[0].pods[0].name, "batch-low-4");
-  EXPECT_EQ(candidates[0].pods[0].uid, "b8035a96-799f-4077-9a82-8e080a716e6d");
+  EXPECT_EQ(candidates[0].pods[0].uid, "9d968505-d96a-44b5-abdc-c1167e4cba87");
   EXPECT_EQ(candidates[0].pods[0].priority, 1000);
   EXPECT_EQ(candidates[0].pods[0].node_name, "lab-gpu-1");
   EXPECT_EQ(candidates[0].pods[0].requests.Get("example.com/gpu-mem"), 80);
@@ -315,11 +364,11 @@ TEST_F(Fixtures137Test, PreemptionCarriesTwoCandidatesWithTwoVictimsEach) {
   candidates = preemption_.candidates();
   EXPECT_EQ(candidates[0].node, "lab-gpu-1");
   ASSERT_EQ(candidates[0].pods.size(), 2u);
-  EXPECT_EQ(candidates[0].pods[0].uid, "139d3de3-bc6f-4ace-9d68-b35fc1a04e36");
+  EXPECT_EQ(candidates[0].pods[0].uid, "a82dc7fd-b5d9-4ed4-8219-cd29254bef40");
   EXPECT_EQ(candidates[0].pods[0].name, "");
   EXPECT_EQ(candidates[1].node, "lab-gpu-2");
   ASSERT_EQ(candidates[1].pods.size(), 2u);
-  EXPECT_EQ(candidates[1].pods[1].uid, "8a1889a2-4fe6-4d24-abb3-226a00cc3a35");
+  EXPECT_EQ(candidates[1].pods[1].uid, "f825a9e7-8d8c-48a4-9924-38ce63231b76");
 }
 
 TEST_F(Fixtures137Test, ThePreemptorRetriesOnItsNominatedNode) {
