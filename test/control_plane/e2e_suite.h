@@ -155,12 +155,14 @@ class E2eSuite : public ControlPlaneSuite {
   // schedext rejected is retried the moment the scheduler sees the event that
   // freed room (a pod deleted), before schedext's own watch has delivered it,
   // and is refused again and left until some later event.
+  // `extra_flags` are added to kube-scheduler's command line.
   static void StartScheduler(std::string_view deploy_file, SchedulerEdits edits,
-                             std::string_view profile_path = "") {
+                             std::string_view profile_path = "",
+                             std::vector<std::string> extra_flags = {}) {
     if (edits.url_prefix.empty()) edits.url_prefix = schedext().url() + std::string(profile_path);
     auto config = SchedulerConfigFromDeploy(cp(), deploy_file, edits);
     ASSERT_TRUE(config.ok()) << config.status().ToString();
-    std::vector<std::string> flags;
+    std::vector<std::string> flags = std::move(extra_flags);
     if (KubernetesMinor(cp().scheduler_version()) >= 33) {
       flags.push_back("--feature-gates=SchedulerPopFromBackoffQ=false");
     }

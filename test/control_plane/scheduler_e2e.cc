@@ -250,6 +250,7 @@ StatusOr<std::string> SchedulerConfigFromDeploy(const ControlPlane& cp,
     ext["urlPrefix"] = edits.url_prefix;
     if (edits.node_cache_capable) ext["nodeCacheCapable"] = *edits.node_cache_capable;
     if (edits.http_timeout) ext["httpTimeout"] = *edits.http_timeout;
+    if (edits.ignorable) ext["ignorable"] = *edits.ignorable;
     if (edits.bind) {
       if (*edits.bind) {
         ext["bindVerb"] = "bind";

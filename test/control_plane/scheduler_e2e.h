@@ -126,6 +126,8 @@ struct SchedulerEdits {
   std::optional<std::vector<std::pair<std::string, bool>>> managed_resources;
   // enableHTTPS: true with this tlsConfig.
   std::optional<ExtenderTls> tls;
+  // The extender's `ignorable`.
+  std::optional<bool> ignorable;
   // No extenders at all: kube-scheduler alone, for the counterfactual.
   bool drop_extenders = false;
   // Every in-tree score plugin off (plugins.score.disabled: "*"): the

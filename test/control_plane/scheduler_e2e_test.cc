@@ -280,6 +280,33 @@ TEST_F(SchedulerE2eTest, ResourceOnlySchedextCounts) {
   ExpectNothingOverAllocated();
 }
 
+// A pod only schedext refused is retried when the node it refused changes:
+// the node leaves maintenance and the pod lands within seconds, not at
+// kube-scheduler's 5-minute flush of unschedulable pods (the node update
+// requeues it on both minors, queueing hints or not).
+TEST_F(SchedulerE2eTest, ARefusedPodIsPlacedWhenItsNodeLeavesMaintenance) {
+  ASSERT_NO_FATAL_FAILURE(StartScheduler(kNodeCacheConfig, {}));
+  ASSERT_NO_FATAL_FAILURE(
+      AddNode("x", {{"cpu", "4"}, {"memory", "4Gi"}}, {{std::string(kMaintenanceLabel), "true"}}));
+  ASSERT_NO_FATAL_FAILURE(Create(Pod("waits", {{"cpu", "100m"}})));
+  const auto message = WaitUnschedulable(cp(), ns_, "waits", kScheduleTimeout);
+  ASSERT_TRUE(message.has_value()) << GetPod(cp(), ns_, "waits").dump();
+  EXPECT_NE(message->find("1 node(s) had forbidden labels"), std::string::npos) << *message;
+
+  const auto start = std::chrono::steady_clock::now();
+  const std::string patch =
+      "{\"metadata\":{\"labels\":{\"" + std::string(kMaintenanceLabel) + "\":null}}}";
+  auto r = cp().AdminRequest("PATCH", "/api/v1/nodes/" + Node("x"), patch);
+  ASSERT_TRUE(r.ok() && r->status == 200) << (r.ok() ? r->body : r.status().ToString());
+  auto bound = WaitForNodeNames(cp(), ns_, {"waits"}, std::chrono::seconds(30));
+  ASSERT_EQ(bound["waits"], Node("x")) << GetPod(cp(), ns_, "waits").dump();
+  Note("placed " +
+       std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now() - start)
+                          .count()) +
+       " ms after the node left maintenance");
+}
+
 TEST_F(SchedulerE2eTest, PreemptsInNodeCacheMode) {
   PreemptsOnlyWhereSchedextAllows(kNodeCacheConfig, {});
 }

@@ -17,11 +17,17 @@
 
 #include "schedext/wire/decoder.h"
 #include "schedext/wire/encoder.h"
+#include "wire/recorded_bodies.h"
 
 namespace schedext::wire {
 namespace {
 
 namespace fs = std::filesystem;
+using recorded::Bodies;
+using recorded::CheckCompactItemsTail;
+using recorded::CheckFullModeEcho;
+using recorded::ReadFile;
+using recorded::VerbAndNumber;
 using ::testing::ElementsAre;
 using ::testing::UnorderedElementsAre;
 using ::testing::UnorderedElementsAreArray;
@@ -30,34 +36,6 @@ const fs::path kFixtureRoot = fs::path(SCHEDEXT_TESTDATA_DIR) / "kube-scheduler-
 const fs::path kFullDir = kFixtureRoot / "nodecache-false";
 const fs::path kNamesDir = kFixtureRoot / "nodecache-true";
 constexpr int64_t kMi = 1024 * 1024;
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in.good()) << path;
-  std::ostringstream content;
-  content << in.rdbuf();
-  return content.str();
-}
-
-// The request bodies of `dir` (not the *.meta.json files), sorted.
-std::vector<fs::path> Bodies(const fs::path& dir) {
-  std::vector<fs::path> bodies;
-  for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (name.ends_with(".json") && !name.ends_with(".meta.json")) {
-      bodies.push_back(entry.path());
-    }
-  }
-  std::sort(bodies.begin(), bodies.end());
-  return bodies;
-}
-
-// "filter-3.json" → "filter", 3.
-std::pair<std::string, int> VerbAndNumber(const fs::path& body) {
-  const std::string stem = body.stem().string();
-  const size_t dash = stem.rfind('-');
-  return {stem.substr(0, dash), std::stoi(stem.substr(dash + 1))};
-}
 
 // What §6.1 says about request n of filter / prioritize / bind.
 struct Step {
@@ -330,39 +308,6 @@ TEST_F(FixturesTest, PreemptionCarriesTwoCandidatesWithTwoVictimsEach) {
   EXPECT_EQ(candidates[1].num_pdb_violations, 0);
 }
 
-// In full mode every raw span parses back to the node the reference parser
-// sees, and a filter reply passing every node carries exactly the request's
-// items bytes.
-void CheckFullModeEcho(const std::string& body, const ExtenderArgsView& args) {
-  const nlohmann::json reference = nlohmann::json::parse(body);
-  const nlohmann::json& items = reference["Nodes"]["items"];
-  ASSERT_EQ(args.nodes.size(), items.size());
-  std::vector<std::string_view> passing;
-  for (size_t i = 0; i < args.nodes.size(); ++i) {
-    const std::string_view raw = args.nodes[i].raw_json;
-    ASSERT_FALSE(raw.empty());
-    EXPECT_EQ(raw.front(), '{');
-    EXPECT_EQ(raw.back(), '}');
-    const nlohmann::json parsed = nlohmann::json::parse(raw, nullptr, /*allow_exceptions=*/false);
-    ASSERT_FALSE(parsed.is_discarded()) << i;
-    EXPECT_EQ(parsed["metadata"]["name"].get<std::string>(), args.nodes[i].name);
-    EXPECT_EQ(parsed, items[i]) << i;
-    passing.push_back(raw);
-  }
-  FilterResultView result;
-  result.mode = NodeMode::kFullNodes;
-  result.passing = passing;
-  std::string reply;
-  AppendFilterResult(result, reply);
-  for (std::string_view raw : passing) {
-    EXPECT_NE(reply.find(raw), std::string::npos);
-  }
-  const nlohmann::json decoded_reply = nlohmann::json::parse(reply);
-  EXPECT_EQ(decoded_reply["Nodes"]["items"], items);
-  EXPECT_TRUE(decoded_reply["NodeNames"].is_null());
-  EXPECT_EQ(decoded_reply["Error"], "");
-}
-
 TEST_F(FixturesTest, FullModeRawJsonEchoesByteForByte) {
   for (const fs::path& path : Bodies(kFullDir)) {
     const auto [verb, number] = VerbAndNumber(path);
@@ -372,13 +317,7 @@ TEST_F(FixturesTest, FullModeRawJsonEchoesByteForByte) {
     SCOPED_TRACE(path.string());
     ASSERT_TRUE(Args(path).ok());
     CheckFullModeEcho(body_, args_);
-    // The compact request's items array is the comma-joined spans, byte for byte.
-    std::string joined = "\"items\":[";
-    for (size_t i = 0; i < args_.nodes.size(); ++i) {
-      joined.append(i == 0 ? "" : ",").append(args_.nodes[i].raw_json);
-    }
-    joined += "]},\"NodeNames\":null}";
-    EXPECT_TRUE(body_.ends_with(joined));
+    CheckCompactItemsTail(body_, args_);
   }
 }
 
