@@ -17,6 +17,7 @@
 #include "schedext/cluster/connection.h"
 #include "schedext/config/config.h"
 #include "schedext/explain/explain.h"
+#include "schedext/explain/pending_events.h"
 #include "schedext/pipeline/profile_set.h"
 #include "schedext/policy/policy_host.h"
 #include "schedext/record/recorder.h"
@@ -150,6 +151,7 @@ int main(int argc, char** argv) {
                                                       built->default_profile, rest, body);
          }});
   }
+  schedext::server::ExchangeObservers observers;
   // server.record: a sample of the traffic to files, for `schedext replay`.
   std::unique_ptr<schedext::record::Recorder> recorder;
   if (config.server.record.enabled()) {
@@ -162,11 +164,35 @@ int main(int argc, char** argv) {
       return 1;
     }
     recorder = std::move(started).value();
-    service.SetObserver(recorder.get());
+    observers.Add(recorder.get());
     metrics.AddExtra([r = recorder.get()](std::string& out) { r->AppendMetrics(out); });
     spdlog::info("recording to {} (sample rate {}; at most {} files of {} bytes)",
                  config.server.record.dir, config.server.record.sample_rate,
                  config.server.record.max_files, config.server.record.max_bytes);
+  }
+  // cluster.events: SchedextUnschedulable Events on pods no node fits.
+  std::unique_ptr<schedext::explain::PendingEventWriter> pending_events;
+  if (connection && connection->events() != nullptr) {
+    schedext::explain::PendingEventOptions event_options;
+    event_options.queue_size = static_cast<size_t>(config.cluster.events.queue_size);
+    event_options.max_listed = static_cast<size_t>(config.cluster.events.nodes_listed);
+    for (size_t i = 0; i < built->profiles.size(); ++i) {
+      if (config.profiles[i].events) {
+        event_options.profiles.push_back(built->profiles[i].get());
+      }
+    }
+    if (const schedext::cluster::LeaderElector* e = connection->elector()) {
+      event_options.may_write = [e] { return e->IsLeader(); };
+    }
+    if (!event_options.profiles.empty()) {
+      pending_events = std::make_unique<schedext::explain::PendingEventWriter>(
+          *connection->events(), std::move(event_options));
+      observers.Add(pending_events.get());
+      metrics.AddExtra([w = pending_events.get()](std::string& out) { w->AppendMetrics(out); });
+    }
+  }
+  if (!observers.empty()) {
+    service.SetObserver(&observers);
   }
   schedext::server::HttpServer server(service, &metrics, options);
   if (schedext::Status s = server.Bind(); !s.ok()) {
@@ -190,6 +216,9 @@ int main(int argc, char** argv) {
     spdlog::info("cluster: {}; watching {} (not ready until each has synced)", connection->source(),
                  connection->WatchedList());
     connection->Start();
+    if (pending_events) {
+      pending_events->Start();
+    }
   } else {
     spdlog::info("no cluster connection (cluster.mode {}): node-cache requests (NodeNames) and "
                  "bind answer an error; full-node requests are served",
@@ -225,6 +254,9 @@ int main(int argc, char** argv) {
     served = server.Serve();
   }
   host.StopBackground();
+  if (pending_events) {
+    pending_events->Stop();
+  }
   if (connection) {
     connection->Stop();
   }
