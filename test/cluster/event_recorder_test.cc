@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "schedext/cluster/http_kube_client.h"
+#include "testing/fake_api_server.h"
+
 namespace schedext::cluster {
 namespace {
 
@@ -157,6 +160,53 @@ TEST_F(EventRecorderTest, NotesAreCutToTheApiLimitOnACharacterBoundary) {
   const std::string& body = client_.calls[0].body;
   EXPECT_NE(body.find("\"note\":\"" + std::string(1023, 'x') + "\""), std::string::npos);
   EXPECT_EQ(EventRecorder::EventName(std::string(300, 'p'), t0_).size(), 253u);
+}
+
+// Over HTTP: what reaches an API server is exactly the Event above, then
+// the series as a JSON merge patch.
+TEST(EventRecorderHttpTest, TheApiServerReceivesTheEventAndItsSeriesPatch) {
+  testing::FakeApiServer api;
+  ASSERT_TRUE(api.Start()) << api.error();
+  ClientConfig c;
+  c.server = api.url();
+  c.ca_pem = api.ca_pem();
+  c.token = api.token();
+  c.qps = 0;
+  c.timeout = std::chrono::seconds(2);
+  StatusOr<std::unique_ptr<KubeClient>> client = NewHttpKubeClient(c);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  api.QueueResponse("POST", "/apis/events.k8s.io/v1/namespaces/team-a/events", 201, "{}");
+  api.QueueResponse("PATCH", "/apis/events.k8s.io/v1/namespaces/team-a/events/", 200, "{}");
+  EventRecorderOptions options;
+  options.reporting_instance = "schedext-0";
+  EventRecorder recorder(**client, options);
+  const EventRecorder::WallTime t0(std::chrono::microseconds(1796569200123456));
+  const EventPod pod{"team-a", "big", "u-1"};
+  Status error;
+  ASSERT_EQ(recorder.Record(pod, "0/3 nodes fit profile gpu.", t0, &error), EventWrite::kCreated)
+      << error.ToString();
+  ASSERT_EQ(recorder.Record(pod, "0/3 nodes fit profile gpu.", t0 + seconds(31), &error),
+            EventWrite::kUpdated)
+      << error.ToString();
+  const std::vector<testing::RecordedRequest> got = api.requests();
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].method, "POST");
+  EXPECT_EQ(got[0].target, "/apis/events.k8s.io/v1/namespaces/team-a/events");
+  EXPECT_EQ(got[0].authorization, "Bearer " + api.token());
+  EXPECT_EQ(got[0].content_type, "application/json");
+  EXPECT_EQ(got[0].body,
+            R"({"apiVersion":"events.k8s.io/v1","kind":"Event",)"
+            R"("metadata":{"name":"big.18eeb22b3bc42a00","namespace":"team-a"},)"
+            R"("eventTime":"2026-12-06T15:00:00.123456Z","reportingController":"schedext",)"
+            R"("reportingInstance":"schedext-0","action":"Scheduling",)"
+            R"("reason":"SchedextUnschedulable","regarding":{"apiVersion":"v1","kind":"Pod",)"
+            R"("namespace":"team-a","name":"big","uid":"u-1"},)"
+            R"("note":"0/3 nodes fit profile gpu.","type":"Warning"})");
+  EXPECT_EQ(got[1].method, "PATCH");
+  EXPECT_EQ(got[1].target, "/apis/events.k8s.io/v1/namespaces/team-a/events/big.18eeb22b3bc42a00");
+  EXPECT_EQ(got[1].content_type, "application/merge-patch+json");
+  EXPECT_EQ(got[1].body,
+            R"({"series":{"count":2,"lastObservedTime":"2026-12-06T15:00:31.123456Z"}})");
 }
 
 }  // namespace
