@@ -108,24 +108,24 @@ std::string UnschedulableNote(std::string_view profile,
   if (rest + unknown > 0) {
     // Counted by the policy that rejects each node first (the verbs' reason),
     // in the profile's order.
-    std::map<int, size_t> by_policy;
-    for (size_t i = listed; i < ranks.size(); ++i) ++by_policy[ranks[i].decisive];
+    std::map<int, std::pair<std::string_view, size_t>> by_policy;  // decisive → name, count
+    for (size_t i = listed; i < ranks.size(); ++i) {
+      const ExplainedNode& node = explanation.nodes[ranks[i].index];
+      auto& [policy, count] = by_policy[ranks[i].decisive];
+      policy = node.filters[node.decisive].policy;
+      ++count;
+    }
     std::string tail = " ";
     tail += std::to_string(rest + unknown);
     tail += listed > 0 ? " more" : "";
     tail += rest + unknown == 1 ? " node" : " nodes";
     tail += " rejected: ";
     bool first = true;
-    for (const auto& [decisive, count] : by_policy) {
-      const ExplainedNode& any = [&]() -> const ExplainedNode& {
-        for (size_t i = listed; i < ranks.size(); ++i) {
-          if (ranks[i].decisive == decisive) return explanation.nodes[ranks[i].index];
-        }
-        return explanation.nodes.front();
-      }();
+    for (const auto& [decisive, entry] : by_policy) {
       tail += first ? "" : ", ";
       first = false;
-      tail += std::string(any.filters[decisive].policy) + " " + std::to_string(count);
+      tail += entry.first;
+      tail += " " + std::to_string(entry.second);
     }
     if (unknown > 0) {
       tail += std::string(first ? "" : ", ") + "unknown to schedext " + std::to_string(unknown);
