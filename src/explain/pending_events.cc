@@ -125,7 +125,8 @@ std::string UnschedulableNote(std::string_view profile,
       tail += first ? "" : ", ";
       first = false;
       tail += entry.first;
-      tail += " " + std::to_string(entry.second);
+      tail += ' ';
+      tail += std::to_string(entry.second);
     }
     if (unknown > 0) {
       tail += std::string(first ? "" : ", ") + "unknown to schedext " + std::to_string(unknown);
