@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "gen/payload_gen.h"
+#include "schedext/explain/pending_events.h"
 #include "schedext/server/service.h"
 #include "support/bench_support.h"
 
@@ -181,6 +182,64 @@ void Service(benchmark::State& state, size_t n, Mode mode, server::Verb verb) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
 }
 
+// What a filter that rejected the pod on every node adds to its own thread
+// for the SchedextUnschedulable event (explain/pending_events.h): the
+// observer's decision and the copy of the job onto the writer's queue. The
+// writer's work (explain, note, API write) is off the clock, as it is off
+// the request path.
+class NullClient final : public cluster::KubeClient {
+ public:
+  StatusOr<cluster::HttpResult> Get(std::string_view) override {
+    return cluster::HttpResult{404, ""};
+  }
+  StatusOr<cluster::HttpResult> Post(std::string_view, std::string_view) override {
+    return cluster::HttpResult{201, ""};
+  }
+  StatusOr<cluster::HttpResult> Patch(std::string_view, std::string_view,
+                                      std::string_view) override {
+    return cluster::HttpResult{200, ""};
+  }
+  Status Watch(std::string_view, const std::function<bool(std::string_view)>&) override {
+    return OkStatus();
+  }
+  void CancelWatches() override {}
+};
+
+void EventEnqueue(benchmark::State& state, size_t n) {
+  const Prepared& p = Prepare(n, Mode::kNames);
+  const BenchDirectory& dir = Payloads::Get().Directory(n);
+  NullClient client;
+  cluster::EventRecorder recorder(client, {});
+  explain::PendingEventOptions options;
+  options.queue_size = 64;
+  options.profiles = {p.profile.get()};
+  auto writer = std::make_unique<explain::PendingEventWriter>(recorder, options);
+  server::Scratch s;
+  s.args = p.args;
+  s.nodes = p.nodes;
+  s.node_index.resize(p.nodes.size());
+  for (uint32_t i = 0; i < s.node_index.size(); ++i) s.node_index[i] = i;
+  s.failed.push_back({p.args.node_names.front(), "rejected"});
+  s.snapshot = dir.cache()->snapshot();
+  wire::RequestBuffer body;
+  const server::HandledExchange exchange{.verb = server::Verb::kFilter,
+                                         .profile = *p.profile,
+                                         .body = body,
+                                         .scratch = s,
+                                         .reply = {},
+                                         .http_status = 200,
+                                         .start = std::chrono::steady_clock::now()};
+  for (auto _ : state) {
+    writer->OnExchange(exchange);
+    if (writer->queued() >= options.queue_size) {
+      state.PauseTiming();
+      // A new writer: the old one's jobs are dropped unprocessed.
+      writer = std::make_unique<explain::PendingEventWriter>(recorder, options);
+      state.ResumeTiming();
+    }
+  }
+}
+
 void Register() {
   for (size_t n : kSizes) {
     for (Mode m : {Mode::kNames, Mode::kFull}) {
@@ -197,6 +256,8 @@ void Register() {
           ->Unit(benchmark::kMicrosecond);
     }
     const std::string names = "/names/" + std::to_string(n);
+    benchmark::RegisterBenchmark(("event_enqueue" + names).c_str(), EventEnqueue, n)
+        ->Unit(benchmark::kMicrosecond);
     benchmark::RegisterBenchmark(("resolve" + names).c_str(), Resolve, n)
         ->Unit(benchmark::kMicrosecond);
     // Wall time and the CPU of both threads.

@@ -17,6 +17,7 @@
 #include "schedext/cluster/connection.h"
 #include "schedext/config/config.h"
 #include "schedext/explain/explain.h"
+#include "schedext/explain/pending_events.h"
 #include "schedext/pipeline/profile_set.h"
 #include "schedext/policy/policy_host.h"
 #include "schedext/record/recorder.h"
@@ -150,6 +151,7 @@ int main(int argc, char** argv) {
                                                       built->default_profile, rest, body);
          }});
   }
+  schedext::server::ExchangeObservers observers;
   // server.record: a sample of the traffic to files, for `schedext replay`.
   std::unique_ptr<schedext::record::Recorder> recorder;
   if (config.server.record.enabled()) {
@@ -162,23 +164,30 @@ int main(int argc, char** argv) {
       return 1;
     }
     recorder = std::move(started).value();
-    service.SetObserver(recorder.get());
+    observers.Add(recorder.get());
     metrics.AddExtra([r = recorder.get()](std::string& out) { r->AppendMetrics(out); });
     spdlog::info("recording to {} (sample rate {}; at most {} files of {} bytes)",
                  config.server.record.dir, config.server.record.sample_rate,
                  config.server.record.max_files, config.server.record.max_bytes);
+  }
+  // cluster.events: SchedextUnschedulable Events on pods no node fits.
+  std::unique_ptr<schedext::explain::PendingEventWriter> pending_events =
+      schedext::explain::NewPendingEventWriter(config, built->profiles, connection.get());
+  if (pending_events) {
+    observers.Add(pending_events.get());
+    metrics.AddExtra([w = pending_events.get()](std::string& out) { w->AppendMetrics(out); });
+    pending_events->Start();  // its thread waits for the first rejected pod
+  }
+  if (!observers.empty()) {
+    service.SetObserver(&observers);
   }
   schedext::server::HttpServer server(service, &metrics, options);
   if (schedext::Status s = server.Bind(); !s.ok()) {
     spdlog::critical("{}", s.message());
     return 1;
   }
-  std::string profile_list;
-  for (const std::string& n : names) {
-    profile_list += (profile_list.empty() ? "" : ", ") + n;
-  }
   spdlog::info("schedext {} listening on {}:{} (profiles: {}; default: {}; {} I/O threads)",
-               SCHEDEXT_VERSION, config.server.host, server.port(), profile_list,
+               SCHEDEXT_VERSION, config.server.host, server.port(), fmt::join(names, ", "),
                names[built->default_profile],
                config.server.threads > 0 ? std::to_string(config.server.threads)
                                          : std::to_string(std::thread::hardware_concurrency()));
@@ -225,6 +234,9 @@ int main(int argc, char** argv) {
     served = server.Serve();
   }
   host.StopBackground();
+  if (pending_events) {
+    pending_events->Stop();
+  }
   if (connection) {
     connection->Stop();
   }

@@ -9,11 +9,24 @@
 #include <cstdlib>
 #include <utility>
 
+#include <unistd.h>
+
 #include "schedext/cluster/client_config.h"
 #include "schedext/cluster/http_kube_client.h"
 #include "schedext/cluster/resource_path.h"
 
 namespace schedext::cluster {
+namespace {
+
+std::string HostName() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') {
+    return "schedext";
+  }
+  return host;
+}
+
+}  // namespace
 
 StatusOr<std::unique_ptr<ClusterConnection>> ClusterConnection::Connect(
     const config::ClusterConfig& c, const policy::PolicyHost& host,
@@ -83,6 +96,26 @@ StatusOr<std::unique_ptr<ClusterConnection>> ClusterConnection::Connect(
     connection->election_client_ = std::move(election_client).value();
     connection->elector_ =
         std::make_unique<LeaderElector>(*connection->election_client_, std::move(options));
+  }
+  if (const config::EventsConfig& ev = c.events; ev.enabled) {
+    ClientConfig events_config = *client_config;
+    events_config.qps = ev.qps;
+    events_config.burst = ev.burst;
+    auto events_client = NewHttpKubeClient(events_config);
+    if (!events_client.ok()) {
+      return events_client.status().WithContext("cluster: events");
+    }
+    connection->events_client_ = std::move(events_client).value();
+    EventRecorderOptions options;
+    // The downward API's pod name where deploy/ sets it, else the host name
+    // (a pod's host name is its name).
+    const char* pod_name = std::getenv("POD_NAME");
+    options.reporting_instance = pod_name != nullptr && *pod_name != '\0' ? pod_name : HostName();
+    options.update_interval = std::chrono::seconds(ev.update_interval_seconds);
+    options.series_window = std::chrono::seconds(ev.series_window_seconds);
+    options.max_pods = static_cast<size_t>(ev.max_pods);
+    connection->events_ =
+        std::make_unique<EventRecorder>(*connection->events_client_, std::move(options));
   }
   CacheOptions cache_options;
   cache_options.assume_ttl = std::chrono::seconds(c.assume_ttl_seconds);

@@ -60,10 +60,13 @@ constexpr std::array<std::string_view, 2> kLogFormats = {"text", "json"};
 
 constexpr std::array<std::string_view, 5> kTopLevelFields = {"server", "log", "cluster",
                                                               "defaultProfile", "profiles"};
-constexpr std::array<std::string_view, 10> kClusterFields = {
+constexpr std::array<std::string_view, 11> kClusterFields = {
     "mode",           "kubeconfig", "context",          "qps",
     "burst",          "timeoutSeconds", "assumeTtlSeconds", "pageSize",
-    "readyDuringRelist", "leaderElection"};
+    "readyDuringRelist", "leaderElection", "events"};
+constexpr std::array<std::string_view, 8> kEventsFields = {
+    "enabled", "queueSize", "qps", "burst", "updateIntervalSeconds", "seriesWindowSeconds",
+    "maxPods", "nodesListed"};
 constexpr std::array<std::string_view, 7> kLeaderElectionFields = {
     "enabled", "leaseName", "leaseNamespace", "identity", "leaseDurationSeconds",
     "renewDeadlineSeconds", "retryPeriodSeconds"};
@@ -81,7 +84,7 @@ constexpr std::array<std::string_view, 23> kServerFields = {
     "statusListen",    "tls",             "record"};
 constexpr std::array<std::string_view, 3> kTlsFields = {"certFile", "keyFile", "clientCAFile"};
 constexpr std::array<std::string_view, 2> kLogFields = {"level", "format"};
-constexpr std::array<std::string_view, 2> kProfileFields = {"name", "policies"};
+constexpr std::array<std::string_view, 3> kProfileFields = {"name", "policies", "events"};
 constexpr std::array<std::string_view, 3> kPolicyFields = {"name", "weight", "args"};
 
 template <size_t N>
@@ -171,6 +174,7 @@ class Loader : private YamlReader {
   Status ReadCluster(const Field& f, ClusterConfig& cluster) const;
   Status ReadLeaderElection(const Field& f, LeaderElectionConfig& election) const;
   Status ReadProfiles(const Field& f, std::vector<ProfileConfig>& profiles) const;
+  Status ReadEvents(const Field& f, EventsConfig& events) const;
   Status ReadProfile(const YAML::Node& node, std::string_view path, ProfileConfig& profile) const;
   Status ReadPolicy(const YAML::Node& node, std::string_view path, PolicyConfig& policy) const;
 };
@@ -364,6 +368,39 @@ Status Loader::ReadCluster(const Field& f, ClusterConfig& cluster) const {
   if (const Field* le = fields.Find("leaderElection")) {
     SCHEDEXT_RETURN_IF_ERROR(ReadLeaderElection(*le, cluster.leader_election));
   }
+  if (const Field* ev = fields.Find("events")) {
+    SCHEDEXT_RETURN_IF_ERROR(ReadEvents(*ev, cluster.events));
+  }
+  return OkStatus();
+}
+
+Status Loader::ReadEvents(const Field& f, EventsConfig& events) const {
+  constexpr std::string_view kPath = "cluster.events";
+  SCHEDEXT_ASSIGN_OR_RETURN(Fields fields, ReadMapping(f.value, MarkOf(f), kPath, kEventsFields));
+  SCHEDEXT_RETURN_IF_ERROR(ReadBoolInto(fields, "enabled", kPath, events.enabled));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "queueSize", kPath, 1, 65536,
+                                       "an integer from 1 to 65536", events.queue_size));
+  SCHEDEXT_RETURN_IF_ERROR(
+      ReadIntInto(fields, "qps", kPath, 1, 1000, "an integer from 1 to 1000", events.qps));
+  SCHEDEXT_RETURN_IF_ERROR(
+      ReadIntInto(fields, "burst", kPath, 1, 1000, "an integer from 1 to 1000", events.burst));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "updateIntervalSeconds", kPath, 1, 3600,
+                                       "an integer from 1 to 3600",
+                                       events.update_interval_seconds));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "seriesWindowSeconds", kPath, 1, 86400,
+                                       "an integer from 1 to 86400",
+                                       events.series_window_seconds));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "maxPods", kPath, 1, 1000000,
+                                       "an integer from 1 to 1000000", events.max_pods));
+  SCHEDEXT_RETURN_IF_ERROR(ReadIntInto(fields, "nodesListed", kPath, 1, 10,
+                                       "an integer from 1 to 10", events.nodes_listed));
+  if (events.series_window_seconds < events.update_interval_seconds) {
+    const Field* w = fields.Find("seriesWindowSeconds");
+    return ErrorAt(w != nullptr ? MarkOf(*w) : MarkOf(f), Join(kPath, "seriesWindowSeconds"),
+                   "must be at least updateIntervalSeconds (" +
+                       std::to_string(events.series_window_seconds) + " < " +
+                       std::to_string(events.update_interval_seconds) + ")");
+  }
   return OkStatus();
 }
 
@@ -516,6 +553,7 @@ Status Loader::ReadProfile(const YAML::Node& node, std::string_view path,
     profile.policies.push_back(std::move(policy));
     ++i;
   }
+  SCHEDEXT_RETURN_IF_ERROR(ReadBoolInto(fields, "events", path, profile.events));
   return OkStatus();
 }
 

@@ -237,7 +237,7 @@ TEST(ConfigTest, RejectsUnknownFields) {
       {"log", "log:\n  Level: info\n" + p,
        "config.yaml:2:3: log.Level: unknown field (known: level, format)"},
       {"profile", "profiles:\n  - name: a\n    policy: []\n",
-       "config.yaml:3:5: profiles[0].policy: unknown field (known: name, policies)"},
+       "config.yaml:3:5: profiles[0].policy: unknown field (known: name, policies, events)"},
       {"policy", p + "        wieght: 2\n",
        "config.yaml:5:9: profiles[0].policies[0].wieght: unknown field (known: name, weight, "
        "args)"},
@@ -475,6 +475,72 @@ TEST(ConfigTest, LoadsTheLeaderElectionSection) {
        "cluster:\n  leaderElection:\n    leaseDurationSeconds: 5\n" + p,
        "config.yaml:3:27: cluster.leaderElection.leaseDurationSeconds: must be greater than "
        "renewDeadlineSeconds (5 <= 10)"},
+  });
+}
+
+TEST(ConfigTest, LoadsTheEventsSectionAndTheProfilesOptOut) {
+  const std::string yaml = R"(cluster:
+  events:
+    enabled: false
+    queueSize: 64
+    qps: 2
+    burst: 4
+    updateIntervalSeconds: 10
+    seriesWindowSeconds: 600
+    maxPods: 100
+    nodesListed: 5
+profiles:
+  - name: gpu
+    events: false
+    policies:
+      - name: NodeHealth
+  - name: other
+    policies:
+      - name: NodeHealth
+)";
+  StatusOr<Config> got = LoadConfigText(yaml, "config.yaml");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  const EventsConfig& ev = got->cluster.events;
+  EXPECT_FALSE(ev.enabled);
+  EXPECT_EQ(ev.queue_size, 64);
+  EXPECT_EQ(ev.qps, 2);
+  EXPECT_EQ(ev.burst, 4);
+  EXPECT_EQ(ev.update_interval_seconds, 10);
+  EXPECT_EQ(ev.series_window_seconds, 600);
+  EXPECT_EQ(ev.max_pods, 100);
+  EXPECT_EQ(ev.nodes_listed, 5);
+  EXPECT_FALSE(got->profiles[0].events);
+  EXPECT_TRUE(got->profiles[1].events);  // on unless a profile opts out
+
+  StatusOr<Config> defaults = LoadConfigText(std::string(kProfiles), "config.yaml");
+  ASSERT_TRUE(defaults.ok());
+  const EventsConfig& d = defaults->cluster.events;
+  EXPECT_TRUE(d.enabled);
+  EXPECT_EQ(d.queue_size, 256);
+  EXPECT_EQ(d.qps, 5);
+  EXPECT_EQ(d.burst, 10);
+  EXPECT_EQ(d.update_interval_seconds, 30);
+  EXPECT_EQ(d.series_window_seconds, 360);
+  EXPECT_EQ(d.max_pods, 4096);
+  EXPECT_EQ(d.nodes_listed, 3);
+  EXPECT_TRUE(defaults->profiles[0].events);
+
+  const std::string p = std::string(kProfiles);
+  ExpectErrors({
+      {"unknown key", "cluster:\n  events:\n    size: 1\n" + p,
+       "config.yaml:3:5: cluster.events.size: unknown field (known: enabled, queueSize, qps, "
+       "burst, updateIntervalSeconds, seriesWindowSeconds, maxPods, nodesListed)"},
+      {"zero queue", "cluster:\n  events:\n    queueSize: 0\n" + p,
+       "config.yaml:3:16: cluster.events.queueSize: must be an integer from 1 to 65536"},
+      {"too many nodes", "cluster:\n  events:\n    nodesListed: 11\n" + p,
+       "config.yaml:3:18: cluster.events.nodesListed: must be an integer from 1 to 10"},
+      {"window under the interval",
+       "cluster:\n  events:\n    updateIntervalSeconds: 60\n    seriesWindowSeconds: 30\n" + p,
+       "config.yaml:4:26: cluster.events.seriesWindowSeconds: must be at least "
+       "updateIntervalSeconds (30 < 60)"},
+      {"profile events not a bool",
+       "profiles:\n  - name: a\n    events: maybe\n    policies:\n      - name: NodeHealth\n",
+       "config.yaml:3:13: profiles[0].events: must be true or false"},
   });
 }
 

@@ -12,6 +12,7 @@
 #include "control_plane/api_objects.h"
 #include "control_plane/control_plane_suite.h"
 #include "schedext/cluster/cache.h"
+#include "schedext/cluster/event_recorder.h"
 #include "schedext/cluster/informer.h"
 #include "schedext/cluster/resource_path.h"
 #include "schedext/cluster/kube_binder.h"
@@ -110,6 +111,22 @@ TEST_F(RbacTest, SchedextsServiceAccountMayDoEverythingSchedextDoes) {
   Status rebound = binder.Bind({"rbac", "gpu-pod", uid, "rbac-1"});  // 409, then GET
   ASSERT_TRUE(rebound.ok()) << rebound.ToString();
 
+  // The pending-pod events: a new Event on the pod, then its series update.
+  cluster::EventRecorderOptions event_options;
+  event_options.reporting_instance = "rbac-test";
+  event_options.update_interval = seconds(1);
+  cluster::EventRecorder events(recording, event_options);
+  const auto t0 = std::chrono::system_clock::now();
+  Status event_error;
+  const cluster::EventPod event_pod{"rbac", "gpu-pod", uid};
+  EXPECT_EQ(events.Record(event_pod, "0/1 nodes fit profile gpushare.", t0, &event_error),
+            cluster::EventWrite::kCreated)
+      << event_error.ToString();
+  EXPECT_EQ(events.Record(event_pod, "0/1 nodes fit profile gpushare.", t0 + seconds(2),
+                          &event_error),
+            cluster::EventWrite::kUpdated)
+      << event_error.ToString();
+
   // Not one call was refused.
   size_t calls = 0;
   for (const RecordedCall& c : recording.calls()) {
@@ -119,7 +136,7 @@ TEST_F(RbacTest, SchedextsServiceAccountMayDoEverythingSchedextDoes) {
     EXPECT_EQ(c.error.find("403"), std::string::npos)
         << c.method << " " << c.path << ": " << c.error;
   }
-  EXPECT_GE(calls, 6u);
+  EXPECT_GE(calls, 8u);
   node_informer.Stop();
   pod_informer.Stop();
   cm_informer.Stop();

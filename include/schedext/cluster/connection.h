@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "schedext/cluster/cache.h"
+#include "schedext/cluster/event_recorder.h"
 #include "schedext/cluster/informer.h"
 #include "schedext/cluster/kube_binder.h"
 #include "schedext/cluster/kube_client.h"
@@ -55,6 +56,10 @@ class ClusterConnection {
   KubeBinder& binder() { return *binder_; }
   // Null without cluster.leaderElection.
   const LeaderElector* elector() const { return elector_.get(); }
+  // The pending-pod events' recorder, over an API client of its own
+  // (cluster.events.qps); null when cluster.events.enabled is false. One
+  // thread uses it (explain/'s PendingEventWriter).
+  EventRecorder* events() { return events_.get(); }
   // "kubeconfig /path (https://host:6443)", for the startup log.
   const std::string& source() const { return source_; }
   // "nodes, pods, configmaps in kube-system": what the informers watch.
@@ -93,6 +98,8 @@ class ClusterConnection {
   std::unique_ptr<KubeClient> election_client_;
   std::unique_ptr<LeaderElector> elector_;
   bool election_started_ = false;  // MaybeStartElection's thread only
+  std::unique_ptr<KubeClient> events_client_;
+  std::unique_ptr<EventRecorder> events_;
   std::string source_;
   bool ready_during_relist_ = false;
 };

@@ -144,6 +144,24 @@ struct LeaderElectionConfig {
   int retry_period_seconds = 2;
 };
 
+// Section cluster.events: SchedextUnschedulable Events on pods that a
+// profile's filter rejects on every node (explain/pending_events.h,
+// docs/pending-pods.md). On by default; a profile opts out with
+// profiles[].events: false.
+struct EventsConfig {
+  bool enabled = true;
+  int queue_size = 256;  // jobs waiting for the writer; a full queue drops
+  // The writer's own API client's rate limit, apart from binds'.
+  int qps = 5;
+  int burst = 10;
+  // At most one series update (count, lastObservedTime) per pod this often.
+  int update_interval_seconds = 30;
+  // A pod not seen unschedulable for this long gets a new Event next time.
+  int series_window_seconds = 360;
+  int max_pods = 4096;     // pods remembered for deduplication (LRU)
+  int nodes_listed = 3;    // nearest nodes named in the note
+};
+
 // The connection to the Kubernetes API (cluster cache, node-cache mode, bind).
 struct ClusterConfig {
   // auto: connect when --kubeconfig / kubeconfig, $KUBECONFIG or the in-cluster
@@ -166,6 +184,7 @@ struct ClusterConfig {
   // cache then still serves its last view); false: not ready until it is done.
   bool ready_during_relist = false;
   LeaderElectionConfig leader_election;
+  EventsConfig events;
 };
 
 struct PolicyConfig {
@@ -178,6 +197,9 @@ struct PolicyConfig {
 struct ProfileConfig {
   std::string name;  // [a-z0-9]([-a-z0-9]*[a-z0-9])?, served at /<name>/<verb>
   std::vector<PolicyConfig> policies;
+  // SchedextUnschedulable Events for this profile's rejections (when
+  // cluster.events.enabled).
+  bool events = true;
 };
 
 struct Config {

@@ -115,6 +115,20 @@ class ExchangeObserver {
   virtual void OnExchange(const HandledExchange& exchange) = 0;
 };
 
+// Several observers, told in the order added (main: the recorder, then the
+// pending-pod events of explain/pending_events.h). Add before serving.
+class ExchangeObservers final : public ExchangeObserver {
+ public:
+  void Add(ExchangeObserver* observer) { observers_.push_back(observer); }
+  bool empty() const { return observers_.empty(); }
+  void OnExchange(const HandledExchange& exchange) override {
+    for (ExchangeObserver* o : observers_) o->OnExchange(exchange);
+  }
+
+ private:
+  std::vector<ExchangeObserver*> observers_;
+};
+
 // A verb served by a layer above the server over the same request resolution
 // as the extender verbs: explain/'s POST /<profile>/explain. Handle decodes
 // and resolves through the service's DecodeExtenderArgs and ResolveNodes.
