@@ -224,8 +224,11 @@ TEST(LeastAllocatedTest, UsesTheScoringRequestsForCpuAndMemory) {
 TEST(LeastAllocatedTest, PodLevelPodsTakeTheDefaultsAsKubeSchedulerDoes) {
   TestArena arena;
   constexpr int64_t kMi = 1 << 20;
-  const model::PodInfo pod =
-      PodBuilder(arena).Container({{"cpu", 300}}).Container({}).PodLevel({{"memory", 512 * kMi}}).Build();
+  const model::PodInfo pod = PodBuilder(arena)
+                                .Container({{"cpu", 300}})
+                                .Container({})
+                                .PodLevel({{"memory", 512 * kMi}})
+                                .Build();
   const model::NodeInfo node = NodeBuilder(arena)
                                    .Allocatable({{"cpu", 1000}, {"memory", 1024 * kMi}})
                                    .UsageOf(std::vector<model::PodInfo>{pod})

@@ -1065,8 +1065,10 @@ TEST_F(DecoderTest, DecodesSidecarInitContainersAndOverhead) {
   EXPECT_EQ(p.overhead.milli_cpu, 100);
   EXPECT_EQ(p.overhead.memory, 64 * 1024 * 1024);
   // FinalizeRequests ran on the decoded parts.
-  EXPECT_EQ(p.requests, model::EffectiveRequests(p.containers, p.init_containers, p.pod_level, p.overhead));
-  EXPECT_EQ(p.scoring_requests, model::ScoringRequests(p.containers, p.init_containers, p.pod_level, p.overhead));
+  EXPECT_EQ(p.requests,
+            model::EffectiveRequests(p.containers, p.init_containers, p.pod_level, p.overhead));
+  EXPECT_EQ(p.scoring_requests,
+            model::ScoringRequests(p.containers, p.init_containers, p.pod_level, p.overhead));
 
   // restartPolicy on a regular container does not make it a sidecar.
   ASSERT_TRUE(Args(R"({"Pod":{"spec":{"containers":[{"restartPolicy":"Always"}]}}})").ok());

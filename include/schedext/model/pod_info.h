@@ -35,8 +35,9 @@ struct ContainerResources {
 
 // spec.resources.requests names a resource the pod level may set, even at
 // zero: cpu, memory or hugepages-* (IsPodLevelRequestsSet). The API server
-// rejects other names there; kube-scheduler ignores them if it gets them. Pod-level limits alone change no request: the API
-// server defaults the pod-level requests from them before anyone schedules.
+// rejects other names there; kube-scheduler ignores them if it gets them.
+// Pod-level limits alone change no request: the API server defaults the
+// pod-level requests from them before anyone schedules.
 bool HasPodLevelRequests(const ContainerResources& pod_level);
 
 // Effective requests as NodeResourcesFit computes them (component-helpers
@@ -45,8 +46,7 @@ bool HasPodLevelRequests(const ContainerResources& pod_level);
 // resource `pod_level` requests replaces that aggregate; then + overhead.
 ResourceList EffectiveRequests(std::span<const ContainerResources> containers,
                                std::span<const ContainerResources> init_containers,
-                               const ContainerResources& pod_level,
-                               const ResourceList& overhead);
+                               const ContainerResources& pod_level, const ResourceList& overhead);
 
 // The same with the scoring defaults: a container (regular or init) that names
 // no cpu request counts kDefaultMilliCpuRequest, no memory request
@@ -55,8 +55,7 @@ ResourceList EffectiveRequests(std::span<const ContainerResources> containers,
 // (calculatePodResourceRequest).
 ResourceList ScoringRequests(std::span<const ContainerResources> containers,
                              std::span<const ContainerResources> init_containers,
-                             const ContainerResources& pod_level,
-                             const ResourceList& overhead);
+                             const ContainerResources& pod_level, const ResourceList& overhead);
 
 struct PodInfo {
   std::string_view name;
