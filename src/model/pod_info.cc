@@ -77,9 +77,10 @@ ResourceList AggregateRequests(std::span<const ContainerResources> containers,
   return total;
 }
 
-// Whether PodRequests' map holds `resource` at all (a key, even at zero): a
-// container or the pod level names it, or the overhead does. An overhead of
-// exactly zero reads as absent, since the decoded list does not keep it.
+// Whether PodRequests' map holds cpu (names = has_cpu_request, `overhead` its
+// cpu) or memory at all, a key even at zero: a container or the pod level
+// names it, or the overhead does. An overhead of exactly zero reads as
+// absent, since the decoded list does not keep it.
 bool RequestsName(const PodInfo& pod, bool ContainerResources::*names, int64_t overhead) {
   if (pod.pod_level.*names || overhead != 0) {
     return true;
