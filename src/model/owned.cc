@@ -136,6 +136,8 @@ void ForEachStringOfPod(PodInfo& pod, Fn& fn) {
   }
   ForEachStringOfContainers(pod.containers, fn);
   ForEachStringOfContainers(pod.init_containers, fn);
+  ForEachStringOfResources(pod.pod_level.requests, fn);
+  ForEachStringOfResources(pod.pod_level.limits, fn);
   ForEachStringOfResources(pod.overhead, fn);
   ForEachStringOfResources(pod.requests, fn);
   ForEachStringOfResources(pod.scoring_requests, fn);

@@ -129,6 +129,12 @@ Json PodObject(const model::PodInfo& pod) {
   if (!pod.preemption_policy.empty()) {
     spec["preemptionPolicy"] = S(pod.preemption_policy);
   }
+  const model::ContainerResources& pod_level = pod.pod_level;
+  // Only when set, so that the records of other pods read as before.
+  if (pod_level.has_cpu_request || pod_level.has_memory_request ||
+      pod_level.requests != model::ResourceList{} || pod_level.limits != model::ResourceList{}) {
+    spec["resources"] = std::move(ContainerObject(pod_level, false)["resources"]);
+  }
   return {{"metadata",
            {{"name", S(pod.name)},
             {"namespace", S(pod.namespace_name)},

@@ -85,6 +85,9 @@ bool FieldDecoder::DecodePodSpec(od::value& v, model::PodInfo& pod) {
     if (KeyIs(key, "overhead")) {
       return ReadResourceList(value, pod.overhead, nullptr);
     }
+    if (KeyIs(key, "resources")) {
+      return DecodeContainerResources(value, pod.pod_level);
+    }
     return true;
   });
 }

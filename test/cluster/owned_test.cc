@@ -173,6 +173,30 @@ TEST(OwnedTest, PodCopyIsDeep) {
   EXPECT_EQ(p.limits.memory, 1LL << 30);
 }
 
+// Pod-level spec.resources name their resources in the body too: the cache's
+// copy owns those names, and its derived requests keep the pod level.
+TEST(OwnedTest, PodLevelResourcesAreCopiedDeep) {
+  const std::string json =
+      R"({"metadata":{"name":"agent","namespace":"d","uid":"u","resourceVersion":"1"},)"
+      R"("spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"100m"}}}],)"
+      R"("resources":{"requests":{"cpu":"200m","hugepages-2Mi":"4Mi"},)"
+      R"("limits":{"hugepages-2Mi":"4Mi"}}}})";
+  wire::ObjectDecoder decoder;
+  wire::RequestBuffer buffer = wire::RequestBuffer::CopyOf(Event(json));
+  wire::WatchEvent event;
+  wire::PodObject decoded;
+  ASSERT_TRUE(decoder.DecodePodEvent(buffer, event, decoded).ok());
+  auto owned = std::make_unique<OwnedPod>(decoded.info, decoded.resource_version, false);
+  Clobber(decoder, buffer);
+
+  const PodInfo& p = owned->info();
+  EXPECT_EQ(p.pod_level.requests.milli_cpu, 200);
+  EXPECT_EQ(p.pod_level.requests.Get("hugepages-2Mi"), 4 << 20);
+  EXPECT_EQ(p.pod_level.limits.Get("hugepages-2Mi"), 4 << 20);
+  EXPECT_EQ(p.requests.milli_cpu, 200);
+  EXPECT_EQ(p.requests.Get("hugepages-2Mi"), 4 << 20);
+}
+
 TEST(OwnedTest, EmptyObjectsAndTerminalPhase) {
   PodInfo pod;
   pod.phase = "Failed";

@@ -239,6 +239,17 @@ StatusOr<std::string> SchedulerConfigFromDeploy(const ControlPlane& cp,
       profile["plugins"]["score"]["disabled"] = disabled;
     }
   }
+  if (edits.disable_in_tree_fit) {
+    for (YAML::Node profile : root["profiles"]) {
+      for (const char* point : {"preFilter", "filter"}) {
+        YAML::Node fit;
+        fit["name"] = "NodeResourcesFit";
+        YAML::Node disabled(YAML::NodeType::Sequence);
+        disabled.push_back(fit);
+        profile["plugins"][point]["disabled"] = disabled;
+      }
+    }
+  }
   if (edits.drop_extenders) {
     root.remove("extenders");
   } else {

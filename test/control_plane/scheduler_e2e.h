@@ -133,6 +133,9 @@ struct SchedulerEdits {
   // Every in-tree score plugin off (plugins.score.disabled: "*"): the
   // extender's priorities alone rank the feasible nodes.
   bool disable_in_tree_scoring = false;
+  // kube-scheduler's NodeResourcesFit off (preFilter and filter): schedext's
+  // own NodeResourcesFit alone decides whether a pod's requests fit.
+  bool disable_in_tree_fit = false;
 };
 
 // `deploy_file` (relative to the source tree) as a KubeSchedulerConfiguration

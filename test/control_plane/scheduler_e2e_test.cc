@@ -307,6 +307,50 @@ TEST_F(SchedulerE2eTest, ARefusedPodIsPlacedWhenItsNodeLeavesMaintenance) {
        " ms after the node left maintenance");
 }
 
+// Pod-level spec.resources (PodLevelResources, on by default from 1.34), with
+// kube-scheduler's own NodeResourcesFit off so that schedext's decides: a pod
+// whose pod-level cpu request exceeds the node is refused although its
+// container's would fit (the filter request), and a pod placed with a
+// pod-level request counts that much on its node in schedext's cache (the
+// next pod is refused). Older API servers drop the field: the same pods are
+// then counted by their containers, which is what their scheduler does.
+TEST_F(SchedulerE2eTest, PodLevelRequestsCountWhereTheApiServerKeepsThem) {
+  SchedulerEdits edits;
+  edits.disable_in_tree_fit = true;
+  ASSERT_NO_FATAL_FAILURE(StartScheduler(kNodeCacheConfig, edits));
+  ASSERT_NO_FATAL_FAILURE(AddNode("p", {{"cpu", "1"}, {"memory", "4Gi"}}));
+  const bool pod_level = KubernetesMinor(cp().scheduler_version()) >= 34;
+  Note(pod_level ? "pod-level resources kept by the API server"
+                 : "pod-level resources dropped by the API server (before 1.34)");
+
+  // A 100m container in a pod that asks for `pod_cpu` as a whole.
+  auto create = [&](const std::string& name, const std::string& pod_cpu) {
+    json pod = json::parse(PodJson(Pod(name, {{"cpu", "100m"}})));
+    pod["spec"]["resources"] = {{"requests", {{"cpu", pod_cpu}}}};
+    auto created = cp().Create("/api/v1/namespaces/" + ns_ + "/pods", pod.dump());
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    EXPECT_EQ(json::parse(*created)["spec"].contains("resources"), pod_level) << *created;
+  };
+  ASSERT_NO_FATAL_FAILURE(create("too-big", "1500m"));
+  if (!pod_level) {
+    EXPECT_EQ(WaitForNodeNames(cp(), ns_, {"too-big"}, kScheduleTimeout)["too-big"], Node("p"));
+    return;
+  }
+  auto message = WaitUnschedulable(cp(), ns_, "too-big", kScheduleTimeout);
+  ASSERT_TRUE(message.has_value()) << GetPod(cp(), ns_, "too-big").dump();
+  Note("1500m pod-level request on a 1-cpu node: " + *message);
+  EXPECT_NE(message->find("Insufficient cpu"), std::string::npos) << *message;
+  ASSERT_TRUE(cp().Delete("/api/v1/namespaces/" + ns_ + "/pods/too-big").ok());
+
+  ASSERT_NO_FATAL_FAILURE(create("agent", "800m"));
+  EXPECT_EQ(WaitForNodeNames(cp(), ns_, {"agent"}, kScheduleTimeout)["agent"], Node("p"));
+  ASSERT_NO_FATAL_FAILURE(Create(Pod("next", {{"cpu", "300m"}})));
+  message = WaitUnschedulable(cp(), ns_, "next", kScheduleTimeout);
+  ASSERT_TRUE(message.has_value()) << GetPod(cp(), ns_, "next").dump();
+  Note("300m next to an 800m pod-level pod on a 1-cpu node: " + *message);
+  EXPECT_NE(message->find("Insufficient cpu"), std::string::npos) << *message;
+}
+
 TEST_F(SchedulerE2eTest, PreemptsInNodeCacheMode) {
   PreemptsOnlyWhereSchedextAllows(kNodeCacheConfig, {});
 }

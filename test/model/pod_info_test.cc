@@ -66,9 +66,10 @@ std::map<std::string_view, int64_t> NonZero(const ResourceList& list) {
 void ExpectRequests(const std::vector<RequestsCase>& cases, bool scoring) {
   for (const RequestsCase& c : cases) {
     SCOPED_TRACE(c.name);
-    const ResourceList got = scoring
-                                 ? ScoringRequests(c.containers, c.init_containers, c.overhead)
-                                 : EffectiveRequests(c.containers, c.init_containers, c.overhead);
+    const ContainerResources no_pod_level;
+    const ResourceList got =
+        scoring ? ScoringRequests(c.containers, c.init_containers, no_pod_level, c.overhead)
+                : EffectiveRequests(c.containers, c.init_containers, no_pod_level, c.overhead);
     EXPECT_EQ(NonZero(got), NonZero(c.want));
   }
 }
@@ -202,6 +203,143 @@ TEST(ScoringRequestsTest, SubstitutesDefaultsForMissingCpuAndMemory) {
   ExpectRequests(cases, /*scoring=*/true);
 }
 
+// Pod-level spec.resources (PodLevelResources), as kube-scheduler 1.37 counts
+// it: PodRequests (requests), calculatePodResourceRequest with the scoring
+// defaults (placing_*) and PodInfo.CalculateResource's Non0CPU / Non0Mem
+// (scoring_requests, what the pod counts on its node).
+struct PodLevelCase {
+  std::string name;
+  std::vector<ContainerResources> containers;
+  std::vector<ContainerResources> init_containers;
+  ContainerResources pod_level;
+  ResourceList overhead;
+  ResourceList want_requests;
+  std::pair<int64_t, int64_t> want_placing;  // cpu, memory
+  std::pair<int64_t, int64_t> want_counted;  // cpu, memory
+};
+
+TEST(PodInfoTest, PodLevelRequestsReplaceTheContainersAggregate) {
+  constexpr int64_t kCpu = kDefaultMilliCpuRequest;
+  constexpr int64_t kMem = kDefaultMemoryRequest;
+  const std::vector<PodLevelCase> cases = {
+      {"pod-level cpu only",
+       {Container({{"cpu", 100}, {"memory", 64 * kMi}})},
+       {},
+       Container({{"cpu", 200}}),
+       {},
+       List({{"cpu", 200}, {"memory", 64 * kMi}}),
+       {200, 64 * kMi},
+       {200, 64 * kMi}},
+      {"pod-level memory only, no container names cpu",
+       {Container({{"memory", 64 * kMi}}), Container({})},
+       {},
+       Container({{"memory", 256 * kMi}}),
+       {},
+       List({{"memory", 256 * kMi}}),
+       {2 * kCpu, 256 * kMi},
+       // no one names cpu: the defaults stand in on the node too
+       {2 * kCpu, 256 * kMi}},
+      {"pod-level memory only, one container names cpu",
+       {Container({{"cpu", 300}}), Container({})},
+       {},
+       Container({{"memory", kGi}}),
+       {},
+       List({{"cpu", 300}, {"memory", kGi}}),
+       // placing defaults the second container; on the node, cpu is named
+       {300 + kCpu, kGi},
+       {300, kGi}},
+      {"both, with limits",
+       {Container({{"cpu", 100}, {"memory", 64 * kMi}})},
+       {},
+       Container({{"cpu", 200}, {"memory", 256 * kMi}}, {{"cpu", 400}, {"memory", 256 * kMi}}),
+       {},
+       List({{"cpu", 200}, {"memory", 256 * kMi}}),
+       {200, 256 * kMi},
+       {200, 256 * kMi}},
+      {"hugepages replace the containers' hugepages",
+       {Container({{"cpu", 100}, {"hugepages-2Mi", 4 * kMi}})},
+       {},
+       Container({{"hugepages-2Mi", 8 * kMi}}),
+       {},
+       List({{"cpu", 100}, {"hugepages-2Mi", 8 * kMi}}),
+       {100, kMem},
+       {100, kMem}},
+      {"hugepages alone make pod-level requests set",
+       {Container({{"cpu", 100}}), Container({})},
+       {},
+       Container({{"hugepages-1Gi", kGi}}),
+       {},
+       List({{"cpu", 100}, {"hugepages-1Gi", kGi}}),
+       {100 + kCpu, 2 * kMem},
+       // cpu is named by a container, memory by no one
+       {100, 2 * kMem}},
+      {"init containers and sidecars: the pod level replaces their max too",
+       {Container({{"cpu", 100}, {"memory", 100 * kMi}})},
+       {Container({{"cpu", 2000}, {"memory", kGi}}), Sidecar({{"cpu", 50}, {"memory", 32 * kMi}})},
+       Container({{"cpu", 500}}),
+       {},
+       // cpu: the init container's 2000 gives way to 500; memory: max(132Mi, 1Gi)
+       List({{"cpu", 500}, {"memory", kGi}}),
+       {500, kGi},
+       {500, kGi}},
+      {"overhead is added after the pod level",
+       {Container({{"cpu", 100}})},
+       {},
+       Container({{"cpu", 200}, {"memory", 256 * kMi}}),
+       List({{"cpu", 50}, {"memory", 10 * kMi}}),
+       List({{"cpu", 250}, {"memory", 266 * kMi}}),
+       {250, 266 * kMi},
+       {250, 266 * kMi}},
+      {"overhead naming cpu stops the node's cpu default",
+       {Container({})},
+       {},
+       Container({{"memory", 128 * kMi}}),
+       List({{"cpu", 250}}),
+       List({{"cpu", 250}, {"memory", 128 * kMi}}),
+       {kCpu + 250, 128 * kMi},
+       {250, 128 * kMi}},
+      {"limits only change no request",
+       {Container({{"cpu", 100}})},
+       {},
+       Container({}, {{"cpu", 1000}, {"memory", kGi}}),
+       {},
+       List({{"cpu", 100}}),
+       {100, kMem},
+       {100, kMem}},
+      {"an explicit zero replaces too",
+       {Container({{"cpu", 500}, {"memory", kGi}})},
+       {},
+       Container({{"cpu", 0}}),
+       {},
+       List({{"memory", kGi}}),
+       {0, kGi},
+       {0, kGi}},
+      {"other resources at the pod level are ignored",
+       {Container({{"cpu", 100}})},
+       {},
+       Container({{"ephemeral-storage", kGi}, {"example.com/gpu", 1}}),
+       {},
+       List({{"cpu", 100}}),
+       {100, kMem},
+       {100, kMem}},
+  };
+  for (const PodLevelCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    PodInfo pod;
+    pod.containers = c.containers;
+    pod.init_containers = c.init_containers;
+    pod.pod_level = c.pod_level;
+    pod.overhead = c.overhead;
+    pod.FinalizeRequests();
+    EXPECT_EQ(NonZero(pod.requests), NonZero(c.want_requests));
+    EXPECT_EQ(NonZero(pod.requests),
+              NonZero(EffectiveRequests(c.containers, c.init_containers, c.pod_level, c.overhead)));
+    EXPECT_EQ(std::make_pair(pod.placing_milli_cpu, pod.placing_memory), c.want_placing);
+    EXPECT_EQ(std::make_pair(pod.scoring_requests.milli_cpu, pod.scoring_requests.memory),
+              c.want_counted);
+  }
+}
+
 TEST(PodInfoTest, FinalizeRequestsFillsDerivedLists) {
   PodInfo pod;
   pod.containers.push_back(Container({{"cpu", 100}}, {{"cpu", 200}, {"memory", kGi}}));
@@ -244,9 +382,12 @@ TEST(PodInfoTest, ClearResetsEverythingAndKeepsCapacity) {
   pod.tolerations.resize(4);
   pod.containers.resize(5);
   pod.init_containers.resize(2);
+  pod.pod_level = Container({{"cpu", 1}}, {{"memory", 1}});
   pod.overhead.Set("cpu", 1);
   pod.requests.Set("cpu", 1);
   pod.scoring_requests.Set("cpu", 1);
+  pod.placing_milli_cpu = 1;
+  pod.placing_memory = 1;
   pod.limits.Set("cpu", 1);
   const size_t containers_capacity = pod.containers.capacity();
   const size_t tolerations_capacity = pod.tolerations.capacity();
@@ -270,9 +411,14 @@ TEST(PodInfoTest, ClearResetsEverythingAndKeepsCapacity) {
   EXPECT_TRUE(pod.tolerations.empty());
   EXPECT_TRUE(pod.containers.empty());
   EXPECT_TRUE(pod.init_containers.empty());
+  EXPECT_EQ(pod.pod_level.requests, ResourceList{});
+  EXPECT_EQ(pod.pod_level.limits, ResourceList{});
+  EXPECT_FALSE(pod.pod_level.has_cpu_request);
   EXPECT_EQ(pod.overhead, ResourceList{});
   EXPECT_EQ(pod.requests, ResourceList{});
   EXPECT_EQ(pod.scoring_requests, ResourceList{});
+  EXPECT_EQ(pod.placing_milli_cpu, 0);
+  EXPECT_EQ(pod.placing_memory, 0);
   EXPECT_EQ(pod.limits, ResourceList{});
   EXPECT_EQ(pod.containers.capacity(), containers_capacity);
   EXPECT_EQ(pod.tolerations.capacity(), tolerations_capacity);

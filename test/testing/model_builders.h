@@ -299,6 +299,12 @@ class PodBuilder {
     pod_.init_containers.push_back(MakeContainer(requests, {}, restartable));
     return *this;
   }
+  // Sets pod-level spec.resources; each named request counts as requested.
+  PodBuilder& PodLevel(std::initializer_list<std::pair<std::string_view, int64_t>> requests,
+                       std::initializer_list<std::pair<std::string_view, int64_t>> limits = {}) {
+    pod_.pod_level = MakeContainer(requests, limits, /*restartable=*/false);
+    return *this;
+  }
   PodBuilder& Overhead(std::string_view resource, int64_t amount) {
     pod_.overhead.Set(arena_->Intern(resource), amount);
     return *this;

@@ -29,7 +29,7 @@ std::string JsonMap(size_t n, std::string_view prefix, std::string_view value) {
   return out + "}";
 }
 
-enum class Part { kLabels, kAnnotations, kRequests };
+enum class Part { kLabels, kAnnotations, kRequests, kPodLevel };
 
 std::string PodJson(Part part, size_t n) {
   const std::string map = JsonMap(n, "example.com/k-", "\"1\"");
@@ -44,7 +44,11 @@ std::string PodJson(Part part, size_t n) {
   pod += part == Part::kRequests ? map : std::string(R"({"cpu":"1"})");
   pod += R"(,"limits":)";
   pod += part == Part::kRequests ? map : std::string("{}");
-  return pod + "}}]}}";
+  pod += "}}]";
+  if (part == Part::kPodLevel) {
+    pod += R"(,"resources":{"requests":)" + map + R"(,"limits":)" + map + "}";
+  }
+  return pod + "}}";
 }
 
 // Probes per entry of decode(n), which must succeed.
@@ -64,7 +68,7 @@ void ExpectFlat(Decode decode) {
 }
 
 TEST(DecodeComplexityTest, PodLabelsAnnotationsAndResourceNames) {
-  for (const Part part : {Part::kLabels, Part::kAnnotations, Part::kRequests}) {
+  for (const Part part : {Part::kLabels, Part::kAnnotations, Part::kRequests, Part::kPodLevel}) {
     SCOPED_TRACE(static_cast<int>(part));
     RequestDecoder decoder;
     ExtenderArgsView args;
@@ -87,6 +91,12 @@ TEST(DecodeComplexityTest, PodLabelsAnnotationsAndResourceNames) {
           ASSERT_EQ(args.pod.requests.scalars.size(), n);
           ASSERT_EQ(args.pod.requests.Get(last), 1);
           ASSERT_EQ(args.pod.limits.Get(last), 1);
+          break;
+        case Part::kPodLevel:
+          ASSERT_EQ(args.pod.pod_level.requests.scalars.size(), n);
+          ASSERT_EQ(args.pod.pod_level.requests.Get(last), 1);
+          ASSERT_EQ(args.pod.pod_level.limits.Get(last), 1);
+          ASSERT_EQ(args.pod.requests.Get(last), 0);  // not a pod-level resource
           break;
       }
     });
@@ -147,6 +157,23 @@ TEST(DecodeComplexityTest, WatchedPodAndItsCachedCopy) {
   });
 }
 
+TEST(DecodeComplexityTest, WatchedPodLevelResourcesAndTheirCachedCopy) {
+  ObjectDecoder decoder;
+  ExpectFlat([&](size_t n) {
+    const std::string line = R"({"type":"ADDED","object":)" + PodJson(Part::kPodLevel, n) + "}";
+    WatchEvent event;
+    PodObject object;
+    const RequestBuffer buffer = RequestBuffer::CopyOf(line);
+    const Status status = decoder.DecodePodEvent(buffer, event, object);
+    ASSERT_TRUE(status.ok()) << status.ToString();
+    const model::OwnedPod owned(object.info);
+    const std::string last = "example.com/k-" + std::to_string(n - 1);
+    ASSERT_EQ(owned.info().pod_level.requests.scalars.size(), n);
+    ASSERT_EQ(owned.info().pod_level.requests.Get(last), 1);
+    ASSERT_EQ(owned.info().pod_level.limits.Get(last), 1);
+  });
+}
+
 TEST(DecodeComplexityTest, WatchedConfigMapData) {
   ObjectDecoder decoder;
   ObjectDecoder data_decoder;
@@ -174,6 +201,7 @@ TEST(DecodeComplexityTest, ErrorsQuoteAtMostFortyBytesOfTheInput) {
        {R"({"spec":{"priority":)" + digits + "}}",
         R"({"spec":{"priority":)" + digits + ".5}}",
         R"({"spec":{"overhead":{"cpu":0)" + digits + "}}}",
+        R"({"spec":{"resources":{"requests":{"cpu":")" + digits + R"(x"}}}})",
         R"({"spec":{"tolerations":[{"operator":")" + digits + R"("}]}})"}) {
     const RequestBuffer body = RequestBuffer::CopyOf(R"({"Pod":)" + pod + "}");
     const Status status = decoder.DecodeExtenderArgs(body, args);

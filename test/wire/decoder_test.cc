@@ -1065,12 +1065,61 @@ TEST_F(DecoderTest, DecodesSidecarInitContainersAndOverhead) {
   EXPECT_EQ(p.overhead.milli_cpu, 100);
   EXPECT_EQ(p.overhead.memory, 64 * 1024 * 1024);
   // FinalizeRequests ran on the decoded parts.
-  EXPECT_EQ(p.requests, model::EffectiveRequests(p.containers, p.init_containers, p.overhead));
-  EXPECT_EQ(p.scoring_requests, model::ScoringRequests(p.containers, p.init_containers, p.overhead));
+  EXPECT_EQ(p.requests,
+            model::EffectiveRequests(p.containers, p.init_containers, p.pod_level, p.overhead));
+  EXPECT_EQ(p.scoring_requests,
+            model::ScoringRequests(p.containers, p.init_containers, p.pod_level, p.overhead));
 
   // restartPolicy on a regular container does not make it a sidecar.
   ASSERT_TRUE(Args(R"({"Pod":{"spec":{"containers":[{"restartPolicy":"Always"}]}}})").ok());
   EXPECT_FALSE(args_.pod.containers[0].restartable);
+}
+
+// spec.resources (PodLevelResources) is read as a container's resources are,
+// and FinalizeRequests lets its cpu / memory / hugepages-* requests replace
+// the containers' aggregate.
+TEST_F(DecoderTest, DecodesPodLevelResources) {
+  ASSERT_TRUE(Args(R"({"Pod":{"spec":{)"
+                   R"("containers":[{"resources":{"requests":{"cpu":"100m","memory":"64Mi"}}}],)"
+                   R"("resources":{"limits":{"cpu":"400m","memory":"256Mi"},)"
+                   R"("requests":{"cpu":"200m","memory":"256Mi","hugepages-2Mi":"0"}},)"
+                   R"("overhead":{"cpu":"10m"}},"status":{}},"NodeNames":["n1"]})")
+                  .ok());
+  const model::PodInfo& p = args_.pod;
+  EXPECT_TRUE(p.pod_level.has_cpu_request);
+  EXPECT_TRUE(p.pod_level.has_memory_request);
+  EXPECT_EQ(p.pod_level.requests.milli_cpu, 200);
+  EXPECT_EQ(p.pod_level.requests.memory, 256 * 1024 * 1024);
+  ASSERT_EQ(p.pod_level.requests.scalars.size(), 1u);  // a zero amount still names it
+  EXPECT_EQ(p.pod_level.requests.scalars[0].name, "hugepages-2Mi");
+  EXPECT_EQ(p.pod_level.limits.milli_cpu, 400);
+  EXPECT_EQ(p.pod_level.limits.memory, 256 * 1024 * 1024);
+  EXPECT_EQ(p.requests.milli_cpu, 210);
+  EXPECT_EQ(p.requests.memory, 256 * 1024 * 1024);
+  EXPECT_EQ(p.placing_milli_cpu, 210);
+  EXPECT_EQ(p.scoring_requests.memory, 256 * 1024 * 1024);
+  // Container limits only: the pod-level limits are kept apart.
+  EXPECT_EQ(p.limits, model::ResourceList{});
+
+  // null and {} set nothing; a second pod decoded into the same args keeps
+  // nothing of the first.
+  ASSERT_TRUE(Args(R"({"Pod":{"spec":{"containers":[{"resources":{"requests":{"cpu":"1"}}}],)"
+                   R"("resources":null}},"NodeNames":["n1"]})")
+                  .ok());
+  EXPECT_FALSE(model::HasPodLevelRequests(args_.pod.pod_level));
+  EXPECT_EQ(args_.pod.requests.milli_cpu, 1000);
+  ASSERT_TRUE(Args(R"({"Pod":{"spec":{"resources":{}}},"NodeNames":["n1"]})").ok());
+  EXPECT_FALSE(model::HasPodLevelRequests(args_.pod.pod_level));
+}
+
+TEST_F(DecoderTest, RejectsMalformedPodLevelResources) {
+  EXPECT_EQ(ArgsError(R"({"Pod":{"spec":{"resources":{"requests":{"cpu":"5x"}}}}})"),
+            R"(decode ExtenderArgs: /Pod/spec/resources/requests/cpu: invalid quantity "5x")");
+  EXPECT_EQ(ArgsError(R"({"Pod":{"spec":{"resources":{"limits":{"memory":true}}}}})"),
+            "decode ExtenderArgs: /Pod/spec/resources/limits/memory: expected a quantity (a string "
+            "or a number)");
+  EXPECT_EQ(ArgsError(R"({"Pod":{"spec":{"resources":[]}}})"),
+            "decode ExtenderArgs: /Pod/spec/resources: expected an object");
 }
 
 TEST_F(DecoderTest, SummarizesNodeConditionsWhenDecoding) {

@@ -314,6 +314,30 @@ TEST_F(Fixtures137Test, ATypicalDeploymentPodDecodes) {
   }
 }
 
+// node-agent-1 sets pod-level spec.resources (requests 200m / 256Mi, limits
+// 400m / 256Mi) above its one container's 100m / 64Mi: kube-scheduler counts
+// the pod level, and so does schedext.
+TEST_F(Fixtures137Test, PodLevelResourcesReplaceTheContainerSum) {
+  for (const fs::path& dir : {kFullDir, kNamesDir}) {
+    SCOPED_TRACE(dir.string());
+    ASSERT_TRUE(Args(dir / "filter-4.json").ok());
+    const model::PodInfo& pod = args_.pod;
+    EXPECT_EQ(pod.name, "node-agent-1");
+    ASSERT_EQ(pod.containers.size(), 1u);
+    EXPECT_EQ(pod.containers[0].requests.milli_cpu, 100);
+    EXPECT_EQ(pod.containers[0].requests.memory, 64 * kKi * kKi);
+    EXPECT_EQ(pod.pod_level.requests.milli_cpu, 200);
+    EXPECT_EQ(pod.pod_level.limits.milli_cpu, 400);
+    EXPECT_EQ(pod.pod_level.limits.memory, 256 * kKi * kKi);
+    EXPECT_EQ(pod.requests.milli_cpu, 200);
+    EXPECT_EQ(pod.requests.memory, 256 * kKi * kKi);
+    EXPECT_EQ(pod.placing_milli_cpu, 200);
+    EXPECT_EQ(pod.placing_memory, 256 * kKi * kKi);
+    EXPECT_EQ(pod.scoring_requests.milli_cpu, 200);
+    EXPECT_EQ(pod.scoring_requests.memory, 256 * kKi * kKi);
+  }
+}
+
 // A full node of 1.37 carries status fields 1.26 had not: skipped when
 // decoding, kept in the span schedext echoes.
 TEST_F(Fixtures137Test, NewNodeStatusFieldsAreKeptInTheEcho) {

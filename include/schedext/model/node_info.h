@@ -53,7 +53,7 @@ ConditionSummary SummarizeConditions(std::span<const NodeCondition> conditions);
 // them (kube-scheduler's NodeInfo.Requested / NonZeroRequested / len(Pods)).
 struct NodeUsage {
   ResourceList requested;          // sum of the pods' EffectiveRequests
-  ResourceList scoring_requested;  // sum of the pods' ScoringRequests
+  ResourceList scoring_requested;  // sum of the pods' PodInfo::scoring_requests
   int64_t pods = 0;
   // Stateful policies' per-node state, by the slot each registered
   // (policy/node_accounting.h); empty when no policy keeps any.

@@ -22,6 +22,7 @@ namespace schedext::model {
 inline constexpr int64_t kDefaultMilliCpuRequest = 100;
 inline constexpr int64_t kDefaultMemoryRequest = 200 * 1024 * 1024;
 
+// The resources of one container, or of the whole pod (PodInfo::pod_level).
 struct ContainerResources {
   ResourceList requests;
   ResourceList limits;
@@ -32,19 +33,29 @@ struct ContainerResources {
   bool restartable = false;
 };
 
-// Effective requests as NodeResourcesFit computes them (protocol doc §5.4):
-// max(sum of containers incl. sidecars, max over init containers of their
-// init-phase need) + overhead.
+// spec.resources.requests names a resource the pod level may set, even at
+// zero: cpu, memory or hugepages-* (IsPodLevelRequestsSet). The API server
+// rejects other names there; kube-scheduler ignores them if it gets them.
+// Pod-level limits alone change no request: the API server defaults the
+// pod-level requests from them before anyone schedules.
+bool HasPodLevelRequests(const ContainerResources& pod_level);
+
+// Effective requests as NodeResourcesFit computes them (component-helpers
+// PodRequests; protocol doc §5.4): per resource, max(sum of containers incl.
+// sidecars, max over init containers of their init-phase need); then each
+// resource `pod_level` requests replaces that aggregate; then + overhead.
 ResourceList EffectiveRequests(std::span<const ContainerResources> containers,
                                std::span<const ContainerResources> init_containers,
-                               const ResourceList& overhead);
+                               const ContainerResources& pod_level, const ResourceList& overhead);
 
 // The same with the scoring defaults: a container (regular or init) that names
 // no cpu request counts kDefaultMilliCpuRequest, no memory request
-// kDefaultMemoryRequest. Only the noderesources scorers use this.
+// kDefaultMemoryRequest, before the pod-level requests replace the aggregate.
+// What the allocation scorers add for the pod being scheduled
+// (calculatePodResourceRequest).
 ResourceList ScoringRequests(std::span<const ContainerResources> containers,
                              std::span<const ContainerResources> init_containers,
-                             const ResourceList& overhead);
+                             const ContainerResources& pod_level, const ResourceList& overhead);
 
 struct PodInfo {
   std::string_view name;
@@ -68,14 +79,27 @@ struct PodInfo {
 
   std::vector<ContainerResources> containers;
   std::vector<ContainerResources> init_containers;
+  ContainerResources pod_level;  // spec.resources (restartable unused)
   ResourceList overhead;
 
   // Derived by FinalizeRequests().
-  ResourceList requests;          // EffectiveRequests
-  ResourceList scoring_requests;  // ScoringRequests
-  ResourceList limits;            // sum of the regular containers' limits
+  ResourceList requests;  // EffectiveRequests
+  // The pod's cpu and memory as kube-scheduler counts them on its node for
+  // the scorers (NodeInfo.NonZeroRequested, from PodInfo.CalculateResource):
+  // ScoringRequests, except that with pod-level requests a resource
+  // `requests` names (a container, the pod level or the overhead names it)
+  // takes no default. Other resources as in `requests`.
+  ResourceList scoring_requests;
+  // ScoringRequests' cpu and memory: what the allocation scorers add for this
+  // pod when it is the one being placed. Differ from scoring_requests' only
+  // when pod-level requests are set.
+  int64_t placing_milli_cpu = 0;
+  int64_t placing_memory = 0;
+  // Sum of the regular containers' limits (pod-level limits, which only
+  // cover cpu, memory and hugepages-*, are not folded in: no reader needs them).
+  ResourceList limits;
 
-  // Computes requests, scoring_requests and limits from the containers.
+  // Computes the derived fields above from the containers, pod_level and overhead.
   void FinalizeRequests();
   // Resets every field, keeping vector capacity for reuse.
   void Clear();

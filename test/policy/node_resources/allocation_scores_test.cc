@@ -216,6 +216,29 @@ TEST(LeastAllocatedTest, UsesTheScoringRequestsForCpuAndMemory) {
   EXPECT_EQ(ScoreNodes(*policy, bare, {node}), std::vector<int64_t>{70});
 }
 
+// With pod-level requests the pod being placed and the pods on the node take
+// the defaults differently (calculatePodResourceRequest vs CalculateResource):
+// here a 300m container and a request-less one under a pod-level 512Mi. As
+// the pod to place it counts 300m + 100m (default) = 400m; on its node, cpu
+// being named by a container, only 300m.
+TEST(LeastAllocatedTest, PodLevelPodsTakeTheDefaultsAsKubeSchedulerDoes) {
+  TestArena arena;
+  constexpr int64_t kMi = 1 << 20;
+  const model::PodInfo pod = PodBuilder(arena)
+                                .Container({{"cpu", 300}})
+                                .Container({})
+                                .PodLevel({{"memory", 512 * kMi}})
+                                .Build();
+  const model::NodeInfo node = NodeBuilder(arena)
+                                   .Allocatable({{"cpu", 1000}, {"memory", 1024 * kMi}})
+                                   .UsageOf(std::vector<model::PodInfo>{pod})
+                                   .Build();
+  std::unique_ptr<Policy> policy = MustCreate(NewLeastAllocated, "{}");
+  // cpu: 300 + 400 = 700 → (1000 - 700)*100/1000 = 30; memory: 512Mi + 512Mi
+  // = all of it → 0. (30 + 0)/2 = 15.
+  EXPECT_EQ(ScoreNodes(*policy, pod, {node}), std::vector<int64_t>{15});
+}
+
 // most_allocated_test.go TestMostAllocatedScoringStrategy.
 // Per resource (min(req, alloc) * 100) / alloc; then the weighted mean.
 TEST(MostAllocatedTest, ReproducesUpstreamScores) {

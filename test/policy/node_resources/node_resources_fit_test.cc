@@ -308,6 +308,57 @@ TEST(NodeResourcesFitTest, ChecksEveryNodeAgainstOnePreFilter) {
   EXPECT_EQ(got.reason, "Insufficient example.com/gpu");
 }
 
+// Pod-level requests (PodLevelResources) as kube-scheduler's fit counts them:
+// the pod level replaces the containers' cpu / memory / hugepages, overhead
+// comes on top, and a node's usage holds what its pods count the same way.
+TEST(NodeResourcesFitTest, CountsPodLevelRequestsAsKubeSchedulerDoes) {
+  TestArena arena;
+  auto node = [&arena](ResourceAmounts requested) {
+    return UpstreamNode(arena).Usage(1, requested).Build();
+  };
+  const std::vector<FitCase> cases = {
+      // containers ask 1m, the pod 3m: 3 > 10-8.
+      {"pod-level cpu above the free cpu fails although the container fits", "{}",
+       PodBuilder(arena).Container({{"cpu", 1}}).PodLevel({{"cpu", 3}}).Build(),
+       node({{"cpu", 8}}), Insufficient("Insufficient cpu")},
+      {"pod-level cpu exactly the free cpu fits", "{}",
+       PodBuilder(arena).Container({{"cpu", 1}}).PodLevel({{"cpu", 2}}).Build(),
+       node({{"cpu", 8}}), kFits},
+      // the init container's 5m gives way to the pod level's 2m.
+      {"pod level below an init container's need replaces it", "{}",
+       PodBuilder(arena)
+           .Container({{"cpu", 1}})
+           .InitContainer({{"cpu", 5}})
+           .PodLevel({{"cpu", 2}})
+           .Build(),
+       node({{"cpu", 8}}), kFits},
+      // memory 1 from the container, pod-level 15 > 20-10.
+      {"pod-level memory only", "{}",
+       PodBuilder(arena).Container({{"cpu", 1}, {"memory", 1}}).PodLevel({{"memory", 15}}).Build(),
+       node({{"memory", 10}}), Insufficient("Insufficient memory")},
+      // 2 + overhead 1 = 3 > 10-8.
+      {"overhead comes on top of the pod level", "{}",
+       PodBuilder(arena).Container({{"cpu", 1}}).PodLevel({{"cpu", 2}}).Overhead("cpu", 1).Build(),
+       node({{"cpu", 8}}), Insufficient("Insufficient cpu")},
+      {"pod-level hugepages", "{}",
+       PodBuilder(arena).Container({{"hugepages-2Mi", 1}}).PodLevel({{"hugepages-2Mi", 6}}).Build(),
+       node({}), Insufficient("Insufficient hugepages-2Mi")},
+      // limits alone change nothing: 1 <= 10-8.
+      {"pod-level limits alone", "{}",
+       PodBuilder(arena).Container({{"cpu", 1}}).PodLevel({}, {{"cpu", 9}}).Build(),
+       node({{"cpu", 8}}), kFits},
+      // The pod on the node asks 1m in its container and 8m as a pod: 3 > 10-8.
+      {"a pod-level pod on the node counts its pod level", "{}",
+       PodBuilder(arena).Container({{"cpu", 3}}).Build(),
+       UpstreamNode(arena)
+           .UsageOf(std::vector<model::PodInfo>{
+               PodBuilder(arena).Container({{"cpu", 1}}).PodLevel({{"cpu", 8}}).Build()})
+           .Build(),
+       Insufficient("Insufficient cpu")},
+  };
+  RunFitCases(cases);
+}
+
 TEST(NodeResourcesFitTest, NeedsTheClusterCache) {
   TestArena arena;
   const model::PodInfo pod = PodBuilder(arena).Container({{"cpu", 1}}).Build();

@@ -192,12 +192,11 @@ class AllocationScorer final : public Policy, public ScoreHook {
 
   // The pod's request of `resource` (calculatePodResourceRequest).
   int64_t PodRequest(const model::PodInfo& pod, const ScoredResource& resource) const {
-    const model::ResourceList& cpu_memory = use_requested_ ? pod.requests : pod.scoring_requests;
     switch (resource.kind) {
       case Kind::kCpu:
-        return cpu_memory.milli_cpu;
+        return use_requested_ ? pod.requests.milli_cpu : pod.placing_milli_cpu;
       case Kind::kMemory:
-        return cpu_memory.memory;
+        return use_requested_ ? pod.requests.memory : pod.placing_memory;
       case Kind::kEphemeralStorage:
         return pod.requests.ephemeral_storage;
       case Kind::kScalar:
