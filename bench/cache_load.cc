@@ -268,7 +268,7 @@ int Run(const Options& o) {
               filter_nodes, all.size(), percentile(0.5), percentile(0.99),
               all.empty() ? 0.0 : all.back(), errors.load());
   std::printf("peak RSS (VmHWM): %.0f MiB\n", StatusMiB("VmHWM"));
-  // One key=value line for bench/run.
+  // One key=value line, for scripts that collect the figures.
   std::printf("result nodes=%zu pods=%zu cache_mib=%.0f events_per_s=%.0f filter_p50_ms=%.3f "
               "filter_p99_ms=%.3f hwm_mib=%.0f errors=%d\n",
               o.nodes, o.pods, rss_loaded - rss_start, static_cast<double>(o.events) / event_seconds,

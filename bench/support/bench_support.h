@@ -89,7 +89,7 @@ struct Prepared {
 // Built once per (n, mode) and kept; aborts on any failure.
 const Prepared& Prepare(size_t n, Mode mode);
 
-// The seed every benchmark body is generated from (bench/run uses the same).
+// The seed every benchmark body is generated from (schedext-gen's default too).
 inline constexpr uint64_t kSeed = 1;
 
 }  // namespace schedext::bench
