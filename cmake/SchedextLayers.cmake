@@ -61,8 +61,9 @@ function(schedext_layer name)
 endfunction()
 
 # schedext_add_policy(<name> SOURCES... [PRIVATE_LIBS ...]): called from
-# src/policy/builtin/<name>/CMakeLists.txt, SOURCES relative to that folder. The policy's library sees the
-# policy framework and the layers below it, and its own folder's headers;
+# src/policy/builtin/<name>/CMakeLists.txt, SOURCES relative to that folder.
+# The policy's library sees the policy framework (wire included: watched
+# objects come raw), the layers below it and its own folder's headers;
 # RegisterBuiltinPolicies (src/policy/builtin/builtin.cc) links every policy
 # added here. Adding a policy: its folder (sources, CMakeLists.txt, tests in
 # test/policy/<name>/) and one Register line in builtin.cc.
@@ -72,7 +73,7 @@ function(schedext_add_policy name)
   list(TRANSFORM arg_SOURCES PREPEND policy/builtin/${name}/)
   schedext_layer(policy_${name} SOURCES ${arg_SOURCES}
     HEADERS ${folder}
-    DEPENDS policy wire
+    DEPENDS policy
     PRIVATE_LIBS ${arg_PRIVATE_LIBS})
   set_property(GLOBAL APPEND PROPERTY SCHEDEXT_POLICIES schedext_policy_${name})
 endfunction()
