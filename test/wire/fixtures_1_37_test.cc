@@ -141,26 +141,7 @@ void ExpectNodeAsParsed(const model::NodeInfo& node, const json& reference) {
   }
 }
 
-class Fixtures137Test : public ::testing::Test {
- protected:
-  Status Args(const fs::path& path) {
-    body_ = ReadFile(path);
-    buffer_ = RequestBuffer::CopyOf(body_);
-    return decoder_.DecodeExtenderArgs(buffer_, args_);
-  }
-  Status Preemption(const fs::path& path) {
-    body_ = ReadFile(path);
-    buffer_ = RequestBuffer::CopyOf(body_);
-    return decoder_.DecodePreemptionArgs(buffer_, preemption_);
-  }
-
-  std::string body_;
-  RequestDecoder decoder_;
-  RequestBuffer buffer_;
-  ExtenderArgsView args_;
-  PreemptionArgsView preemption_;
-  BindingArgsView binding_;
-};
+class Fixtures137Test : public recorded::BodyDecodingTest {};
 
 TEST_F(Fixtures137Test, EveryBodyDecodesToWhatTheReferenceParserSees) {
   for (const fs::path& dir : {kFullDir, kNamesDir}) {

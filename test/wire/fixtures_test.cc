@@ -59,26 +59,7 @@ const std::map<int, Step>& Sequence() {
   return steps;
 }
 
-class FixturesTest : public ::testing::Test {
- protected:
-  Status Args(const fs::path& path) {
-    body_ = ReadFile(path);
-    buffer_ = RequestBuffer::CopyOf(body_);
-    return decoder_.DecodeExtenderArgs(buffer_, args_);
-  }
-  Status Preemption(const fs::path& path) {
-    body_ = ReadFile(path);
-    buffer_ = RequestBuffer::CopyOf(body_);
-    return decoder_.DecodePreemptionArgs(buffer_, preemption_);
-  }
-
-  std::string body_;
-  RequestDecoder decoder_;
-  RequestBuffer buffer_;
-  ExtenderArgsView args_;
-  PreemptionArgsView preemption_;
-  BindingArgsView binding_;
-};
+class FixturesTest : public recorded::BodyDecodingTest {};
 
 TEST_F(FixturesTest, EveryBodyDecodesWithItsMessageType) {
   for (const fs::path& dir : {kFullDir, kNamesDir}) {

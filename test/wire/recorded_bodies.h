@@ -18,6 +18,8 @@
 
 #include "schedext/wire/decoder.h"
 #include "schedext/wire/encoder.h"
+#include "schedext/wire/messages.h"
+#include "schedext/wire/request_buffer.h"
 
 namespace schedext::wire::recorded {
 
@@ -92,6 +94,29 @@ inline void CheckCompactItemsTail(const std::string& body, const ExtenderArgsVie
   joined += "]},\"NodeNames\":null}";
   EXPECT_TRUE(body.ends_with(joined));
 }
+
+// A test that decodes one recorded body at a time with one decoder, keeping
+// the body and the views into it until the next.
+class BodyDecodingTest : public ::testing::Test {
+ protected:
+  Status Args(const std::filesystem::path& path) {
+    body_ = ReadFile(path);
+    buffer_ = RequestBuffer::CopyOf(body_);
+    return decoder_.DecodeExtenderArgs(buffer_, args_);
+  }
+  Status Preemption(const std::filesystem::path& path) {
+    body_ = ReadFile(path);
+    buffer_ = RequestBuffer::CopyOf(body_);
+    return decoder_.DecodePreemptionArgs(buffer_, preemption_);
+  }
+
+  std::string body_;
+  RequestDecoder decoder_;
+  RequestBuffer buffer_;
+  ExtenderArgsView args_;
+  PreemptionArgsView preemption_;
+  BindingArgsView binding_;
+};
 
 }  // namespace schedext::wire::recorded
 
