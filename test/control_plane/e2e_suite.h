@@ -22,6 +22,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -193,6 +194,21 @@ class E2eSuite : public ControlPlaneSuite {
     p.requests = std::move(requests);
     p.node_selector = {{std::string(kTestLabel), ns_}};
     return p;
+  }
+  // A GpuShare pod of `gib` GiB (aliyun.com/gpu-mem) bound to `node` at
+  // creation, its GPU memory counted on `device` (the index annotation
+  // schedext's bind writes).
+  void CreateBoundGpuPod(const std::string& name, const std::string& node, int device, int gib) {
+    PodSpec p = Pod(name, {{"cpu", "10m"}});
+    p.limits = {{"aliyun.com/gpu-mem", std::to_string(gib)}};
+    p.node_name = node;
+    nlohmann::json pod = nlohmann::json::parse(PodJson(p));
+    pod["metadata"]["annotations"] = {{"ALIYUN_COM_GPU_MEM_IDX", std::to_string(device)},
+                                      {"ALIYUN_COM_GPU_MEM_POD", std::to_string(gib)},
+                                      {"ALIYUN_COM_GPU_MEM_DEV", "8"},
+                                      {"ALIYUN_COM_GPU_MEM_ASSIGNED", "true"}};
+    const auto created = cp().Create("/api/v1/namespaces/" + ns_ + "/pods", pod.dump());
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
   }
   void Create(const PodSpec& spec) {
     auto uid = CreatePod(cp(), spec);

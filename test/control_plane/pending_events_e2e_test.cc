@@ -45,18 +45,6 @@ class PendingEventsE2eTest : public E2eSuite {
     }
   }
 
-  void CreateBoundGpuPod(const std::string& name, const std::string& node, int device, int gib) {
-    PodSpec p = Pod(name, {{"cpu", "10m"}});
-    p.limits = {{std::string(kGpuMem), std::to_string(gib)}};
-    p.node_name = node;
-    json pod = json::parse(PodJson(p));
-    pod["metadata"]["annotations"] = {{"ALIYUN_COM_GPU_MEM_IDX", std::to_string(device)},
-                                      {"ALIYUN_COM_GPU_MEM_POD", std::to_string(gib)},
-                                      {"ALIYUN_COM_GPU_MEM_DEV", "8"},
-                                      {"ALIYUN_COM_GPU_MEM_ASSIGNED", "true"}};
-    const auto created = cp().Create("/api/v1/namespaces/" + ns_ + "/pods", pod.dump());
-    ASSERT_TRUE(created.ok()) << created.status().ToString();
-  }
 
   // The SchedextUnschedulable events.k8s.io/v1 Events of this test's namespace.
   std::vector<json> SchedextEvents() const {

@@ -66,20 +66,6 @@ class PendingReasonsE2eTest : public E2eSuite {
     }
   }
 
-  // A pod of `gib` GiB bound to `node` at creation, its GPU memory counted on
-  // `device` (the index annotation schedext's bind writes).
-  void CreateBoundGpuPod(const std::string& name, const std::string& node, int device, int gib) {
-    PodSpec p = Pod(name, {{"cpu", "10m"}});
-    p.limits = {{std::string(kGpuMem), std::to_string(gib)}};
-    p.node_name = node;
-    json pod = json::parse(PodJson(p));
-    pod["metadata"]["annotations"] = {{"ALIYUN_COM_GPU_MEM_IDX", std::to_string(device)},
-                                      {"ALIYUN_COM_GPU_MEM_POD", std::to_string(gib)},
-                                      {"ALIYUN_COM_GPU_MEM_DEV", "8"},
-                                      {"ALIYUN_COM_GPU_MEM_ASSIGNED", "true"}};
-    const auto created = cp().Create("/api/v1/namespaces/" + ns_ + "/pods", pod.dump());
-    ASSERT_TRUE(created.ok()) << created.status().ToString();
-  }
 
   // GPU memory schedext's cache counts as used on each node of this test
   // (GET /gpushare/inspect); empty when it cannot say.
