@@ -90,9 +90,13 @@ std::string CheckReply(const std::string& verb, const std::string& reply, size_t
   }
   std::ostringstream o;
   if (verb == "prioritize") {
-    const size_t n = j.is_array() ? j.size() : 0;
-    ok = n == nodes;
-    o << n << " scores";
+    // Only scores above the request's lowest are listed, each less the lowest.
+    ok = ok && j.is_array() && j.size() <= nodes;
+    for (const nlohmann::json& h : ok ? j : nlohmann::json::array()) {
+      const int64_t score = h.is_object() ? h.value("Score", int64_t{0}) : 0;
+      ok = ok && score >= 1 && score <= 10;
+    }
+    o << (j.is_array() ? j.size() : 0) << " of " << nodes << " nodes listed (above the lowest)";
     return o.str();
   }
   const size_t passing = j.contains("NodeNames") && j["NodeNames"].is_array()

@@ -17,6 +17,8 @@
 //   bind    the same, schedext binds (bindVerb)
 //   gpu     GpuShare (deploy/'s gpushare scheduler config), schedext binds;
 //           the pods ask for 1 GiB of aliyun.com/gpu-mem
+//   none-all, decide-all   none and decide with percentageOfNodesToScore:
+//           100 (every feasible node scored, every node name sent to schedext)
 // A run creates --pods pods at once from --clients connections into a fresh
 // namespace and watches until every one has a nodeName. Limits: "shipped" is
 // deploy/'s files as they are (kube-scheduler's clientConnection defaults,
@@ -24,9 +26,11 @@
 // deploy/gpushare/schedext.yaml); "lifted" sets both clients to 5,000/5,000.
 //
 // Prints one markdown table per limit setting: pods/s (first create to last
-// bound), create->bound p50/p99, schedext's bind errors, its 503s (binds
+// bound), create->bound p50/p99, the CPU time kube-scheduler and schedext
+// spent per pod over the burst, schedext's bind errors, its 503s (binds
 // refused by server.maxPendingBinds), the scheduler's extender timeouts and
-// FailedScheduling events, and pods/s over "none" of the same round. Exits 1
+// FailedScheduling events, and pods/s over "none" ("none-all" for the -all
+// configurations) of the same round. Exits 1
 // when a pod was left unbound or a run failed; 77 (skipped) without the
 // control-plane binaries, unless CI=true.
 #include <algorithm>
@@ -46,6 +50,7 @@
 #include <vector>
 
 #include "control_plane/scheduler_e2e.h"
+#include "prod_bench/measure.h"
 #include "schedext/cluster/http_kube_client.h"
 #include "testing/control_plane.h"
 
@@ -67,6 +72,10 @@ struct Options {
   std::vector<std::string> limits = {"shipped", "lifted"};
   std::vector<std::string> configs = {"none", "decide", "bind", "gpu"};
 };
+
+constexpr std::string_view kEveryNodeSuffix = "-all";
+
+bool ScoresEveryNode(std::string_view config) { return config.ends_with(kEveryNodeSuffix); }
 
 std::vector<std::string> SplitCommas(const std::string& s) {
   std::vector<std::string> out;
@@ -113,7 +122,10 @@ bool ParseOptions(int argc, char** argv, Options& o) {
     if (l != "shipped" && l != "lifted") return false;
   }
   for (const std::string& c : o.configs) {
-    if (c != "none" && c != "decide" && c != "bind" && c != "gpu") return false;
+    if (c != "none" && c != "decide" && c != "bind" && c != "gpu" && c != "none-all" &&
+        c != "decide-all") {
+      return false;
+    }
   }
   return true;
 }
@@ -147,6 +159,8 @@ struct RunResult {
   size_t refused_503 = 0;
   size_t scheduler_timeouts = 0;
   int64_t failed_scheduling = 0;
+  double scheduler_cpu_ms_per_pod = 0;
+  double schedext_cpu_ms_per_pod = 0;
 };
 
 class Bench {
@@ -190,10 +204,13 @@ class Bench {
 
   StatusOr<RunResult> Run(const std::string& config, const std::string& limits, int run) {
     const bool gpu = config == "gpu";
+    const bool every_node = ScoresEveryNode(config);
+    const std::string base =
+        every_node ? config.substr(0, config.size() - kEveryNodeSuffix.size()) : config;
     e2e::SchedulerEdits edits;
     edits.url_prefix = schedext_.url() + (gpu ? "/gpushare" : "");
-    if (config == "none") edits.drop_extenders = true;
-    if (config == "decide") edits.bind = false;
+    if (base == "none") edits.drop_extenders = true;
+    if (base == "decide") edits.bind = false;
     if (config == "bind" || gpu) edits.bind = true;
     SCHEDEXT_ASSIGN_OR_RETURN(
         std::string scheduler_config,
@@ -206,6 +223,11 @@ class Bench {
       SCHEDEXT_ASSIGN_OR_RETURN(scheduler_config,
                                 e2e::MergeYaml(scheduler_config,
                                                "clientConnection:\n  qps: 5000\n  burst: 5000\n"));
+    }
+    if (every_node) {
+      SCHEDEXT_ASSIGN_OR_RETURN(
+          scheduler_config,
+          e2e::MergeYaml(scheduler_config, "percentageOfNodesToScore: 100\n"));
     }
     const std::string ns = "tp-" + std::to_string(run);
     SCHEDEXT_RETURN_IF_ERROR(cp_.CreateNamespace(ns));
@@ -267,6 +289,8 @@ class Bench {
       }
     }
 
+    const prod::ProcSample scheduler_before = prod::SampleProcess(cp_.scheduler().pid);
+    const prod::ProcSample schedext_before = prod::SampleProcess(schedext_.pid());
     std::atomic<int> create_failures{0};
     Parallel(o_.pods, o_.clients, [&](int i) {
       e2e::PodSpec spec;
@@ -291,11 +315,15 @@ class Bench {
       if (steady_clock::now() >= deadline) break;
       std::this_thread::sleep_for(milliseconds(100));
     }
+    RunResult r;
+    r.scheduler_cpu_ms_per_pod =
+        (prod::SampleProcess(cp_.scheduler().pid).cpu_s - scheduler_before.cpu_s) * 1000 / o_.pods;
+    r.schedext_cpu_ms_per_pod =
+        (prod::SampleProcess(schedext_.pid()).cpu_s - schedext_before.cpu_s) * 1000 / o_.pods;
     watching = false;
     watcher->CancelWatches();
     watch.join();
 
-    RunResult r;
     const std::string scheduler_log = e2e::ReadWholeFile(cp_.scheduler().log_path);
     cp_.StopScheduler();
     std::vector<double> latencies;
@@ -375,7 +403,8 @@ int Main(int argc, char** argv) {
   if (!ParseOptions(argc, argv, o)) {
     std::fprintf(stderr,
                  "usage: schedext-throughput [--nodes N] [--pods P] [--rounds R] [--clients C]\n"
-                 "         [--limits shipped,lifted] [--configs none,decide,bind,gpu]\n"
+                 "         [--limits shipped,lifted]\n"
+                 "         [--configs none,decide,bind,gpu,none-all,decide-all]\n"
                  "         [--run-timeout SECONDS]\n");
     return 2;
   }
@@ -412,11 +441,13 @@ int Main(int argc, char** argv) {
     std::printf("\n### %d nodes, %d pods, client limits %s\n\n", o.nodes, o.pods,
                 limits.c_str());
     std::printf("| round | configuration | bound | pods/s | ratio to none | create->bound p50 ms | "
-                "p99 ms | bind errors | 503s | scheduler timeouts | FailedScheduling |\n"
-                "|---|---|---|---|---|---|---|---|---|---|---|\n");
+                "p99 ms | scheduler CPU ms/pod | schedext CPU ms/pod | bind errors | 503s | "
+                "scheduler timeouts | FailedScheduling |\n"
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     std::fflush(stdout);
     for (int round = 0; round < o.rounds; ++round) {
-      double none = 0;
+      // pods/s of "none" and of "none-all" in this round.
+      std::map<bool, double> none;
       for (const std::string& config : o.configs) {
         StatusOr<RunResult> r = bench.Run(config, limits, run++);
         if (!r.ok()) {
@@ -424,12 +455,17 @@ int Main(int argc, char** argv) {
           status = 1;
           continue;
         }
-        if (config == "none") none = r->pods_per_second;
+        const bool every_node = ScoresEveryNode(config);
+        if (config.starts_with("none")) none[every_node] = r->pods_per_second;
         if (r->bound != o.pods) status = 1;
-        std::printf("| %d | %s | %d/%d | %s | %s | %s | %s | %lld | %zu | %zu | %lld |\n", round,
-                    config.c_str(), r->bound, o.pods, Fixed(r->pods_per_second, 1).c_str(),
-                    none > 0 ? Fixed(r->pods_per_second / none, 2).c_str() : "-",
+        const double baseline = none.count(every_node) > 0 ? none[every_node] : 0;
+        std::printf("| %d | %s | %d/%d | %s | %s | %s | %s | %s | %s | %lld | %zu | %zu | %lld |\n",
+                    round, config.c_str(), r->bound, o.pods,
+                    Fixed(r->pods_per_second, 1).c_str(),
+                    baseline > 0 ? Fixed(r->pods_per_second / baseline, 2).c_str() : "-",
                     Fixed(r->p50_ms, 0).c_str(), Fixed(r->p99_ms, 0).c_str(),
+                    Fixed(r->scheduler_cpu_ms_per_pod, 2).c_str(),
+                    config.starts_with("none") ? "-" : Fixed(r->schedext_cpu_ms_per_pod, 2).c_str(),
                     static_cast<long long>(r->bind_errors), r->refused_503, r->scheduler_timeouts,
                     static_cast<long long>(r->failed_scheduling));
         std::fflush(stdout);

@@ -87,6 +87,17 @@ std::string Top(const std::vector<std::pair<std::string, int64_t>>& scores) {
   return out;
 }
 
+// Every score less the lowest.
+void AboveLowest(std::vector<std::pair<std::string, int64_t>>& scores) {
+  int64_t lowest = 0;
+  for (size_t i = 0; i < scores.size(); ++i) {
+    lowest = i == 0 ? scores[i].second : std::min(lowest, scores[i].second);
+  }
+  for (auto& entry : scores) {
+    entry.second -= lowest;
+  }
+}
+
 int64_t MicrosSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
                                                                start)
@@ -348,38 +359,43 @@ void ReplayArgs(const Record& record, const pipeline::Profile& profile, const Co
     }
     return;
   }
+  // Both sides as kube-scheduler reads them: a host the reply leaves out
+  // scores 0, and only a score's distance above the request's lowest counts
+  // (wire::KeepScoresAboveLowest), so a reply recorded with every host and one
+  // written now compare alike.
+  std::map<std::string, int64_t, std::less<>> replied;
+  for (const Json& h : reply) {
+    replied[h.value("Host", "")] = h.value("Score", int64_t{0});
+  }
   std::vector<std::pair<std::string, int64_t>> now;
+  std::vector<std::pair<std::string, int64_t>> before;
   for (uint32_t i = 0; i < args.node_names.size(); ++i) {
-    now.emplace_back(std::string(args.node_names[i]), 0);
+    const std::string_view name = args.node_names[i];
+    now.emplace_back(std::string(name), 0);
+    const auto was = replied.find(name);
+    before.emplace_back(std::string(name), was == replied.end() ? int64_t{0} : was->second);
   }
   for (size_t k = 0; k < nodes.size(); ++k) {
     now[node_index[k]].second = scores[k];
   }
-  std::vector<std::pair<std::string, int64_t>> before;
-  for (const Json& h : reply) {
-    before.emplace_back(h.value("Host", ""), h.value("Score", int64_t{0}));
-  }
+  AboveLowest(now);
+  AboveLowest(before);
   if (Top(before) != Top(now)) {
     report.top_changed++;
     r.changed = true;
     r.diff.push_back("top node: " + Top(before) + " -> " + Top(now));
   }
-  for (const auto& [host, score] : now) {
-    int64_t was = -1;
-    for (const auto& [h, s] : before) {
-      if (h == host) {
-        was = s;
-      }
-    }
+  for (size_t i = 0; i < now.size(); ++i) {
+    const auto& [host, score] = now[i];
+    const int64_t was = before[i].second;
     report.scores++;
     if (was != score) {
       report.scores_changed++;
-      const int64_t shift = was < 0 ? score : std::abs(score - was);
+      const int64_t shift = std::abs(score - was);
       report.max_shift = std::max(report.max_shift, shift);
       report.total_shift += shift;
       r.changed = true;
-      r.diff.push_back(host + ": score " + (was < 0 ? std::string("-") : std::to_string(was)) +
-                       " -> " + std::to_string(score));
+      r.diff.push_back(host + ": score " + std::to_string(was) + " -> " + std::to_string(score));
     }
   }
 }

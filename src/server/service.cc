@@ -313,6 +313,7 @@ int ExtenderService::Prioritize(const pipeline::Profile& profile,
   for (size_t k = 0; k < s.nodes.size(); ++k) {
     s.host_scores[s.node_index[k]].score = s.scores[k];
   }
+  wire::KeepScoresAboveLowest(s.host_scores);
   wire::AppendHostPriorityList(s.host_scores, out, s.args.names_quoted);
   summary.nodes_out = s.nodes.size();
   return 200;

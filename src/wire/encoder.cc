@@ -2,6 +2,7 @@
 // written with its exact Go name, in the declaration order of the Go structs.
 #include "schedext/wire/encoder.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <cstring>
@@ -297,6 +298,23 @@ void AppendFilterError(std::string_view error, std::string& out) {
       R"({"Nodes":null,"NodeNames":null,"FailedNodes":null,"FailedAndUnresolvableNodes":null,"Error":)");
   AppendJsonString(error, out);
   out.push_back('}');
+}
+
+void KeepScoresAboveLowest(std::vector<HostScore>& scores) {
+  if (scores.empty()) {
+    return;
+  }
+  int64_t lowest = scores.front().score;
+  for (const HostScore& s : scores) {
+    lowest = std::min(lowest, s.score);
+  }
+  size_t kept = 0;
+  for (const HostScore& s : scores) {
+    if (s.score != lowest) {
+      scores[kept++] = {s.host, s.score - lowest};
+    }
+  }
+  scores.resize(kept);
 }
 
 void AppendHostPriorityList(std::span<const HostScore> scores, std::string& out) {

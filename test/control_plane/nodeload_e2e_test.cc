@@ -20,10 +20,12 @@
 // a bucket anyway: identical nodes, identical 100m pods).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -241,7 +243,8 @@ class NodeLoadE2eTest : public E2eSuite {
   }
 
   // schedext's priorities for a pod like the test's, as kube-scheduler would
-  // get them: node -> 0..10 (empty when it did not answer 200).
+  // read them: node -> its score above the request's lowest, 0 for a node the
+  // reply leaves out (empty when it did not answer 200).
   std::map<std::string, int64_t> Priorities() const {
     const json body = {{"Pod", json::parse(PodJson(LoadPod(Pod("probe", {}))))},
                        {"Nodes", nullptr},
@@ -252,6 +255,7 @@ class NodeLoadE2eTest : public E2eSuite {
     std::map<std::string, int64_t> out;
     const json list = json::parse(reply.body, nullptr, false);
     if (reply.status != 200 || !list.is_array()) return out;
+    for (const std::string& n : kNodes) out[n] = 0;
     for (const json& h : list) out[h.value("Host", "")] = h.value("Score", int64_t{-1});
     return out;
   }
@@ -272,9 +276,12 @@ class NodeLoadE2eTest : public E2eSuite {
   // `loads`).
   void WaitForLoads(const Loads& loads, const std::map<std::string, int>& binds) {
     std::map<std::string, int64_t> want;
+    int64_t lowest = std::numeric_limits<int64_t>::max();
     for (const std::string& n : kNodes) {
       want[n] = Bucket(loads.at(n), binds.count(n) ? binds.at(n) : 0);
+      lowest = std::min(lowest, want[n]);
     }
+    for (auto& [n, w] : want) w -= lowest;
     std::map<std::string, int64_t> got;
     const bool seen = Eventually(
         [&] {

@@ -212,12 +212,12 @@ TEST_F(ExplainGpuShareTest, BinpackAndSpreadInBothNodeModes) {
     EXPECT_EQ(json::parse(out_), Document(profile, "GpuShare", true, ExpectedGpuNodes(spread, true),
                                           ranking, ArgsShape::kNodeNames))
         << out_;
-    // The verbs agree: prioritize of the passing nodes answers those scores.
+    // The verbs agree: prioritize of the passing nodes answers those scores
+    // less the lowest (binpack g1 10, g4 6; spread g1 6, g4 7).
     ASSERT_EQ(Call(*service_, Verb::kPrioritize, profile,
                    ExtenderArgsNamesJson(GpuPod().Build(), {"g1", "g4"}), out_),
               200);
-    EXPECT_EQ(out_, spread ? R"([{"Host":"g1","Score":6},{"Host":"g4","Score":7}])"
-                           : R"([{"Host":"g1","Score":10},{"Host":"g4","Score":6}])");
+    EXPECT_EQ(out_, spread ? R"([{"Host":"g4","Score":1}])" : R"([{"Host":"g1","Score":4}])");
   }
 }
 

@@ -164,14 +164,14 @@ class ReplayGpuShareTest : public ::testing::Test {
     ASSERT_EQ(
         call(Verb::kPrioritize, 0, ExtenderArgsNamesJson(GpuPodAsking("5").Build(), {"g1", "g4"})),
         200);
-    ASSERT_EQ(out, R"([{"Host":"g1","Score":10},{"Host":"g4","Score":6}])");
+    // Less the lowest, 6: only g1 is listed.
+    ASSERT_EQ(out, R"([{"Host":"g1","Score":4}])");
     // spread, full-node mode: g1 100 × (23 - 5) / 32 = 56 → 6, g4 68 → 7,
     // the rest cannot take it: 0.
     ASSERT_EQ(call(Verb::kPrioritize, 1,
                    ExtenderArgsJson(GpuPodAsking("5"), GpuNodes(), ArgsShape::kFullNodes)),
               200);
-    ASSERT_EQ(out, R"([{"Host":"g1","Score":6},{"Host":"g2","Score":0},{"Host":"g3","Score":0},)"
-                   R"({"Host":"g4","Score":7},{"Host":"cpu","Score":0}])");
+    ASSERT_EQ(out, R"([{"Host":"g1","Score":6},{"Host":"g4","Score":7}])");
     // 8 GiB preempting c from g2: e stays on device 0, device 1 is
     // unhealthy: dropped. g1's devices 2 and 3 are free: a stays listed
     // (a hook that needs no victim leaves the scheduler's list).
@@ -280,8 +280,8 @@ TEST_F(ReplayGpuShareTest, AChangedGpuSharePolicyChangesExactlyItsScores) {
   EXPECT_EQ(r.top_changed, 1U);
   EXPECT_EQ(r.scores_changed, 2U);
   ASSERT_EQ(r.requests.size(), 4U);
-  EXPECT_EQ(r.requests[1].diff, (std::vector<std::string>{"top node: g1 -> g4", "g1: score 10 -> 6",
-                                                          "g4: score 6 -> 7"}));
+  EXPECT_EQ(r.requests[1].diff, (std::vector<std::string>{"top node: g1 -> g4", "g1: score 4 -> 0",
+                                                          "g4: score 0 -> 1"}));
 }
 
 // A record of an older recorder has no "states" and no "policyState": the
@@ -316,7 +316,7 @@ TEST_F(ReplayGpuShareTest, ARecordWithoutStateReplaysAgainstEmptyStateAndSaysSo)
             (std::vector<std::string>{
                 "g2: unschedulable \"Insufficient aliyun.com/gpu-mem on any one GPU\" -> pass"}));
   EXPECT_EQ(r.requests[1].diff,
-            (std::vector<std::string>{"top node: g1 -> g1,g4", "g1: score 10 -> 6"}));
+            (std::vector<std::string>{"top node: g1 -> g1,g4", "g1: score 4 -> 0"}));
   EXPECT_EQ(r.requests[2].diff, (std::vector<std::string>{"top node: g4 -> g1", "g1: score 6 -> 8",
                                                           "g2: score 0 -> 7"}));
   EXPECT_EQ(r.requests[3].diff, (std::vector<std::string>{"g2: dropped -> victims uid-c"}));
@@ -460,7 +460,7 @@ class ReplayNodeLoadTest : public ::testing::Test {
     //   n4 neutral 50 → 5
     ASSERT_EQ(call(Verb::kPrioritize, ExtenderArgsNamesJson(Pod().Build(), {"n1", "n2", "n4"})),
               200);
-    ASSERT_EQ(out, R"([{"Host":"n1","Score":4},{"Host":"n2","Score":0},{"Host":"n4","Score":5}])");
+    ASSERT_EQ(out, R"([{"Host":"n1","Score":4},{"Host":"n4","Score":5}])");
     (*recorder)->Flush();
     ASSERT_EQ((*recorder)->stats().recorded, 2U);
   }
@@ -519,7 +519,7 @@ TEST_F(ReplayNodeLoadTest, AShorterMaxAgeSeesTheRecordedSampleAsStale) {
             (std::map<std::string, size_t>{{"node(s) were too hot: CPU use above 80%", 2}}));
   ASSERT_EQ(r.requests.size(), 2U);
   EXPECT_EQ(r.requests[1].diff, (std::vector<std::string>{"top node: n4 -> n1,n2,n4",
-                                                          "n1: score 4 -> 5", "n2: score 0 -> 5"}));
+                                                          "n1: score 4 -> 0", "n4: score 5 -> 0"}));
 }
 
 }  // namespace

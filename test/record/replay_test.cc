@@ -100,11 +100,12 @@ class ReplayTest : public ::testing::Test {
                    R"("FailedAndUnresolvableNodes":{"n3":"node(s) had untolerated taint",)"
                    R"("n4":"node(s) were not ready"},"Error":""})");
     ASSERT_EQ(call(Verb::kPrioritize, 0, ExtenderArgsNamesJson(Pod().Build(), {"n1", "n2"})), 200);
-    ASSERT_EQ(out, R"([{"Host":"n1","Score":9},{"Host":"n2","Score":3}])");
+    // 9 and 3, less the lowest: kube-scheduler scores a host left out 0.
+    ASSERT_EQ(out, R"([{"Host":"n1","Score":6}])");
     ASSERT_EQ(call(Verb::kPrioritize, 1, ExtenderArgsJson(Pod(), Nodes(), ArgsShape::kFullNodes)),
               200);
-    ASSERT_EQ(out, R"([{"Host":"n1","Score":3},{"Host":"n2","Score":5},{"Host":"n3","Score":5},)"
-                   R"({"Host":"n4","Score":3}])");
+    // 3, 5, 5, 3 less 3.
+    ASSERT_EQ(out, R"([{"Host":"n2","Score":2},{"Host":"n3","Score":2}])");
     ASSERT_EQ(call(Verb::kPreempt, 0,
                    schedext::testing::PreemptionArgsJson(Pod(), {{"n2", {BoundPod()}, 0}},
                                                          ArgsShape::kNodeNames)),
@@ -175,7 +176,7 @@ TEST_F(ReplayTest, AChangedConfigurationShowsExactlyItsDifferences) {
   EXPECT_EQ(r.requests[0].pod, "shop/web-1");
   EXPECT_FALSE(r.requests[1].changed);
   EXPECT_EQ(r.requests[2].diff, (std::vector<std::string>{"top node: n2,n3 -> n1,n2,n3,n4",
-                                                          "n1: score 3 -> 5", "n4: score 3 -> 5"}));
+                                                          "n2: score 2 -> 0", "n3: score 2 -> 0"}));
   EXPECT_EQ(r.requests[3].diff, (std::vector<std::string>{"n2: victims uid-db-1 -> dropped"}));
 
   const std::string text = FormatReplayText(r, /*diff=*/true);

@@ -144,11 +144,10 @@ class HttpServerTest : public ::testing::Test {
   std::string bind1_;
 };
 
-// prioritize-4 under the "labels" profile: zone-a nodes get the whole weight.
+// prioritize-4 under the "labels" profile: zone-a nodes get the whole weight;
+// the others score 0, the lowest, and are left out.
 const json kPrioritize4Labels = json::parse(R"([
-  {"Host":"lab-cpu-2","Score":0},
   {"Host":"lab-cpu-1","Score":10},
-  {"Host":"lab-gpu-2","Score":0},
   {"Host":"lab-gpu-1","Score":10}
 ])");
 
@@ -680,6 +679,10 @@ TEST(HttpServerParallelDecodeTest, LargeFullBodiesGetTheOneThreadReply) {
   for (int i = 0; i < 60; ++i) {
     testing::NodeJson node("node-" + std::to_string(i));
     node.Realistic().Ready().Allocatable("cpu", "4");
+    if (i % 3 == 1) {
+      // Scores lower in TaintToleration: the others are listed by prioritize.
+      node.Taint("spot", "true", "PreferNoSchedule");
+    }
     if (i % 9 == 4) {
       node.Taint("dedicated", "db", "NoSchedule");  // fails TaintToleration
     } else {
@@ -739,7 +742,7 @@ TEST(HttpServerParallelDecodeTest, LargeFullBodiesGetTheOneThreadReply) {
   const json filtered = ParseJson(want[0]);
   EXPECT_EQ(ItemNames(filtered["Nodes"]), passing);
   EXPECT_EQ(filtered["Nodes"]["items"][0], ParseJson(nodes[0]));
-  EXPECT_EQ(ParseJson(want[1]).size(), nodes.size());
+  EXPECT_GT(ParseJson(want[1]).size(), nodes.size() / 2);
 }
 
 // Bodies of a MiB and more are read with the socket's low-water mark raised

@@ -451,6 +451,30 @@ TEST(EncoderTest, EncodesHostPriorityList) {
             R"({"Host":"neg","Score":-1}])");
 }
 
+TEST(EncoderTest, KeepScoresAboveLowestShiftsAndDropsTheLowest) {
+  std::vector<HostScore> none;
+  KeepScoresAboveLowest(none);
+  EXPECT_TRUE(none.empty());
+
+  std::vector<HostScore> equal = {{"a", 7}, {"b", 7}, {"c", 7}};
+  KeepScoresAboveLowest(equal);
+  EXPECT_TRUE(equal.empty());
+
+  // Order kept; every lowest entry dropped wherever it stands.
+  std::vector<HostScore> scores = {{"a", 5}, {"b", 3}, {"c", 10}, {"d", 3}, {"e", 4}};
+  KeepScoresAboveLowest(scores);
+  std::string out;
+  AppendHostPriorityList(scores, out);
+  EXPECT_EQ(out, R"([{"Host":"a","Score":2},{"Host":"c","Score":7},{"Host":"e","Score":1}])");
+
+  // A lowest of 0 changes no score.
+  std::vector<HostScore> zero = {{"a", 0}, {"b", 10}};
+  KeepScoresAboveLowest(zero);
+  out.clear();
+  AppendHostPriorityList(zero, out);
+  EXPECT_EQ(out, R"([{"Host":"b","Score":10}])");
+}
+
 TEST(EncoderTest, EncodesNamesTheRequestLeftOut) {
   // A full-mode node without metadata.name decodes to a default string_view
   // (null data); every encoder writes it as "" (found by fuzz/request_decoder:

@@ -66,6 +66,18 @@ void AppendHostPriorityList(std::span<const HostScore> scores, std::string& out)
 void AppendHostPriorityList(std::span<const HostScore> scores, std::string& out,
                             bool hosts_quoted);
 
+// Rewrites one score per request node into the shortest list that leaves
+// kube-scheduler's choice as it was: every score less the lowest, and only the
+// hosts left above zero, in their order. kube-scheduler adds score x weight to
+// each node's total and adds nothing for a host the list leaves out
+// (prioritizeNodes), so this lowers every total by the same amount and orders
+// them as before. Ties: 1.26 picks among equal totals at random; 1.37 draws
+// its random tie-breaker only for hosts some extender listed, so a host left
+// out here loses a tie to one this list prefers. The Prioritize verb calls it
+// before AppendHostPriorityList, with the protocol's 0..10 scores. Allocates
+// nothing.
+void KeepScoresAboveLowest(std::vector<HostScore>& scores);
+
 // ExtenderPreemptionResult: {"NodeNameToMetaVictims":{"n1":{"Pods":[{"UID":"u"}],
 // "NumPDBViolations":0}}} ({} when there are no nodes).
 void AppendPreemptionResult(std::span<const MetaVictimsEntry> nodes, std::string& out);
