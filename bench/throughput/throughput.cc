@@ -6,7 +6,7 @@
 //
 //   schedext-throughput [--nodes 5000] [--pods 1000] [--rounds 2]
 //                       [--limits shipped,lifted] [--configs none,decide,bind,gpu]
-//                       [--clients 8] [--run-timeout 300]
+//                       [--clients 8] [--run-timeout 300] [--schedext BINARY]
 //
 // The nodes (8 cpu, 32 Gi, 110 pods, and 4 GPUs of 16 GiB as the gpushare
 // device plugin advertises them) are created once. Then, for each client
@@ -69,8 +69,9 @@ struct Options {
   int rounds = 2;
   int clients = 8;
   int run_timeout_seconds = 300;
+  std::string schedext_binary;  // empty: the one built with this benchmark
   std::vector<std::string> limits = {"shipped", "lifted"};
-  std::vector<std::string> configs = {"none", "decide", "bind", "gpu"};
+  std::vector<std::string> configs = {"none", "decide", "bind", "gpu", "none-all", "decide-all"};
 };
 
 constexpr std::string_view kEveryNodeSuffix = "-all";
@@ -106,6 +107,8 @@ bool ParseOptions(int argc, char** argv, Options& o) {
       ok = int_arg(o.clients, 1, 64);
     } else if (a == "--run-timeout") {
       ok = int_arg(o.run_timeout_seconds, 10, 3600);
+    } else if (a == "--schedext" && has_value) {
+      o.schedext_binary = argv[++i];
     } else if (a == "--limits" && has_value) {
       o.limits = SplitCommas(argv[++i]);
     } else if (a == "--configs" && has_value) {
@@ -165,7 +168,9 @@ struct RunResult {
 
 class Bench {
  public:
-  Bench(ControlPlane& cp, const Options& o) : cp_(cp), o_(o) {}
+  Bench(ControlPlane& cp, const Options& o) : cp_(cp), o_(o) {
+    if (!o_.schedext_binary.empty()) schedext_.set_binary(o_.schedext_binary);
+  }
 
   Status CreateNodes() {
     std::atomic<int> failed{0};
@@ -405,7 +410,7 @@ int Main(int argc, char** argv) {
                  "usage: schedext-throughput [--nodes N] [--pods P] [--rounds R] [--clients C]\n"
                  "         [--limits shipped,lifted]\n"
                  "         [--configs none,decide,bind,gpu,none-all,decide-all]\n"
-                 "         [--run-timeout SECONDS]\n");
+                 "         [--run-timeout SECONDS] [--schedext BINARY]\n");
     return 2;
   }
   auto binaries = testing::FindControlPlaneBinaries();

@@ -81,8 +81,8 @@ Status SchedextProcess::Start(const std::string& dir, std::string_view config_ya
   config_path_ = dir + "/schedext-" + suffix + ".yaml";
   log_path_ = dir + "/schedext-" + suffix + ".log";
   SCHEDEXT_RETURN_IF_ERROR(WriteText(config_path_, config_yaml));
-  std::vector<std::string> args = {SCHEDEXT_BINARY, "--config", config_path_, "--kubeconfig",
-                                   kubeconfig,      "--listen", "127.0.0.1:0"};
+  std::vector<std::string> args = {binary_,   "--config", config_path_, "--kubeconfig",
+                                   kubeconfig, "--listen", "127.0.0.1:0"};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   // Hermetic: no other cluster than the one the kubeconfig names.
   std::vector<std::string> env;

@@ -60,6 +60,9 @@ class SchedextProcess {
                const std::vector<std::string>& extra_env = {},
                std::function<bool(SchedextProcess&)> ready = {},
                std::chrono::seconds timeout = std::chrono::seconds(60));
+  // The binary the next Start runs (SCHEDEXT_BINARY unless set): a benchmark
+  // compares two builds with it.
+  void set_binary(std::string path) { binary_ = std::move(path); }
   // SIGTERM, then SIGKILL after a bound; reaps. Idempotent.
   void Stop();
   // SIGKILL at once (a crash: nothing is drained, no lease released); reaps.
@@ -84,6 +87,7 @@ class SchedextProcess {
   const std::string& config_path() const { return config_path_; }
 
  private:
+  std::string binary_ = SCHEDEXT_BINARY;
   pid_t pid_ = -1;
   int port_ = 0;
   int status_port_ = 0;
