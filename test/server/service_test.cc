@@ -441,7 +441,7 @@ TEST_F(ServiceTest, NamesModeRepliesAreExactForRunsOfRequestNames) {
   }
 }
 
-TEST_F(ServiceTest, PrioritizeAnswersOneScorePerNodeInRequestOrder) {
+TEST_F(ServiceTest, PrioritizeAnswersTheScoresAboveTheLowestInRequestOrder) {
   // zone-a: lab-cpu-1 and lab-gpu-1 match the preferred term (weight 1):
   // normalised 100 → 100 × 1 × 10 / (100 × 1) = 10; the others 0, the
   // lowest, which the reply leaves out (kube-scheduler scores them 0).
