@@ -5,7 +5,8 @@
 // PID, and every wait is bounded.
 //
 //   schedext-throughput [--nodes 5000] [--pods 1000] [--rounds 2]
-//                       [--limits shipped,lifted] [--configs none,decide,bind,gpu]
+//                       [--limits shipped,lifted]
+//                       [--configs none,decide,bind,gpu,none-all,decide-all]
 //                       [--clients 8] [--run-timeout 300] [--schedext BINARY]
 //
 // The nodes (8 cpu, 32 Gi, 110 pods, and 4 GPUs of 16 GiB as the gpushare
