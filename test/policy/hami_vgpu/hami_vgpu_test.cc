@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <ctime>
 #include <deque>
+#include <random>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -13,6 +16,7 @@
 #include "policy/builtin/hami_vgpu/accounting.h"
 #include "policy/builtin/hami_vgpu/protocol.h"
 #include "schedext/policy/policy.h"
+#include "schedext/policy/node_summary.h"
 #include "schedext/policy/policy_host.h"
 #include "testing/model_builders.h"
 
@@ -348,6 +352,141 @@ TEST(HamiVgpuTest, NodeScoreBinpackAndSpread) {
   EXPECT_EQ(RunScore(*spread, pod, empty), 90);
   EXPECT_EQ(RunScore(*spread, pod, half), 43);
   EXPECT_EQ(RunScore(*binpack, PodBuilder(arena).Container({{"cpu", 1}}).Build(), half), 0);
+}
+
+// A register annotation of `n` random devices (the text form or JSON), some
+// not NVIDIA, MIG or unhealthy, some with numbers a summary cannot hold.
+std::string RandomDevices(std::mt19937& rng, std::string_view node, int n) {
+  const auto pick = [&](int bound) { return static_cast<int>(rng() % static_cast<unsigned>(bound)); };
+  const bool as_json = pick(2) == 0;
+  std::string out = as_json ? "[" : "";
+  for (int d = 0; d < n; ++d) {
+    const std::string uuid = "GPU-" + std::string(node) + "-" + std::to_string(d);
+    const int64_t count = pick(20) == 0 ? 300 : 1 + pick(10);
+    const int64_t memory = pick(20) == 0 ? 0 : 1024 * (1 + pick(80));
+    const int64_t cores = pick(20) == 0 ? 40000 : (pick(4) == 0 ? 50 : 100);
+    const std::string type = pick(10) == 0 ? "AMD-MI300" : "NVIDIA-A100";
+    const std::string mode = pick(10) == 0 ? "mig" : "hami-core";
+    const int64_t numa = pick(20) == 0 ? 200 : pick(2);
+    const bool healthy = pick(8) != 0;
+    if (as_json) {
+      out += std::string(d > 0 ? "," : "") + R"({"id":")" + uuid + R"(","index":)" +
+             std::to_string(d) + R"(,"count":)" + std::to_string(count) + R"(,"devmem":)" +
+             std::to_string(memory) + R"(,"devcore":)" + std::to_string(cores) +
+             R"(,"type":")" + type + R"(","numa":)" + std::to_string(numa) + R"(,"mode":")" +
+             mode + R"(","health":)" + (healthy ? "true" : "false") + "}";
+    } else {
+      out += uuid + "," + std::to_string(count) + "," + std::to_string(memory) + "," +
+             std::to_string(cores) + "," + type + "," + std::to_string(numa) + "," +
+             (healthy ? "true" : "false") + "," + std::to_string(d) + "," + mode + ":";
+    }
+  }
+  return as_json ? out + "]" : out;
+}
+
+// "YYYY-MM-DD hh:mm:ss" in UTC, as HAMi's device plugin writes the handshake.
+std::string DateTime(int64_t unix_seconds) {
+  const std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+// Nodes summarized as the cluster cache summarizes them decide exactly as
+// the same nodes decoded from their annotations: random devices, tenants,
+// handshakes and pods, including what the summary leaves to the decoder
+// (more than 8 devices, numbers beyond its fields) and pods whose rules name
+// devices (which always decode).
+TEST(HamiVgpuTest, SummarizedNodesDecideAsDecoded) {
+  TestArena arena;
+  std::mt19937 rng(2024);
+  const auto pick = [&](int bound) { return static_cast<int>(rng() % static_cast<unsigned>(bound)); };
+  PolicyHost& host = NewHost();
+  PolicyContext context;
+  context.handle = &host;
+  StatusOr<std::unique_ptr<Policy>> binpack = NewHamiVgpu(json::object(), context);
+  StatusOr<std::unique_ptr<Policy>> spread = NewHamiVgpu(
+      json{{"nodeSchedulerPolicy", "spread"}, {"gpuSchedulerPolicy", "binpack"}}, context);
+  ASSERT_TRUE(binpack.ok() && spread.ok());
+  ASSERT_EQ(host.summaries().size(), 1u) << "the second summary does not fit next to the first";
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const std::string handshakes[] = {"", "Reported_" + DateTime(now),
+                                    "Requesting_" + DateTime(now - 5),
+                                    "Requesting_" + DateTime(now - 3600), "Deleted_" + DateTime(now)};
+
+  std::vector<model::PodInfo> pods;
+  for (int i = 0; i < 40; ++i) {
+    PodBuilder builder(arena);
+    builder.Name("p" + std::to_string(i));
+    const auto request = [&]() {
+      std::vector<std::pair<std::string_view, int64_t>> r = {{"nvidia.com/gpu", 1 + pick(3)}};
+      if (pick(3) == 0) {
+        r.emplace_back("nvidia.com/gpumem-percentage", 10 * (1 + pick(10)));
+      } else {
+        r.emplace_back("nvidia.com/gpumem", 1024 * (1 + pick(40)));
+      }
+      r.emplace_back("nvidia.com/gpucores", pick(3) == 0 ? 100 : 10 * pick(5));
+      return r;
+    };
+    if (pick(4) == 0) {
+      const auto r = request();
+      builder.InitContainer({r[0], r[1], r[2]});
+    }
+    const auto r = request();
+    builder.Container({}, {r[0], r[1], r[2]});
+    if (pick(3) == 0) {
+      const auto r2 = request();
+      builder.Container({}, {r2[0], r2[1], r2[2]});
+    }
+    if (pick(4) == 0) {
+      builder.Annotation(hami::kNumaBindAnnotation, "true");
+    }
+    if (pick(4) == 0) {
+      // Names no device of any node: the same decision, through the decoder.
+      builder.Annotation(hami::kNoUseUuidAnnotation, "GPU-none");
+    }
+    pods.push_back(builder.Build());
+  }
+
+  size_t summarized = 0, fits = 0, cases = 0;
+  for (int i = 0; i < 150; ++i) {
+    const std::string name = "n" + std::to_string(i);
+    const int devices = pick(12) == 0 ? 9 + pick(4) : pick(9);
+    std::vector<model::PodInfo> tenants;
+    for (int t = pick(6); t > 0 && devices > 0; --t) {
+      tenants.push_back(Placed(arena, arena.Intern("GPU-" + name + "-" +
+                                                 std::to_string(pick(devices + 1)) + ",NVIDIA," +
+                                                 std::to_string(1024 * pick(30)) + "," +
+                                                 std::to_string(10 * pick(6)) + ":;")));
+    }
+    model::NodeInfo plain =
+        GpuNode(arena, arena.Intern(name), arena.Intern(RandomDevices(rng, name, devices)), tenants,
+                arena.Intern(handshakes[pick(5)]));
+    if (pick(2) == 0) {
+      plain.allocatable.Set(arena.Intern("nvidia.com/gpu"), devices);
+    }
+    model::NodeInfo with_summary = plain;
+    WriteNodeSummaries(host.summaries(), with_summary);
+    summarized += with_summary.has_summary() ? 1 : 0;
+    for (const model::PodInfo& pod : pods) {
+      SCOPED_TRACE("node " + std::to_string(i) + ", pod " + std::string(pod.name));
+      for (const std::unique_ptr<Policy>* policy : {&*binpack, &*spread}) {
+        const auto verdict = RunFilter(**policy, pod, with_summary);
+        EXPECT_EQ(verdict, RunFilter(**policy, pod, plain));
+        EXPECT_EQ(RunScore(**policy, pod, with_summary), RunScore(**policy, pod, plain));
+        fits += verdict.first == Verdict::Code::kSuccess ? 1 : 0;
+        ++cases;
+      }
+    }
+  }
+  EXPECT_EQ(summarized, 150u);
+  // Both outcomes are well represented.
+  EXPECT_GT(fits, cases / 5);
+  EXPECT_LT(fits, cases * 4 / 5);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // HamiVgpu's per-node hooks allocate nothing and take no lock (policy.h):
-// Filter and Score decode the node's register annotation into fixed-size
-// arrays and place the pod there. Its own executable because it replaces the
+// Filter and Score read the node's summary, or decode its register
+// annotation, into fixed-size arrays and place the pod there. Its own executable because it replaces the
 // global operator new and interposes pthread_mutex_lock, counting only on
 // the thread that armed them (as test/pipeline/hot_loop_test.cc does for the
 // built-in profiles).
@@ -16,6 +16,7 @@
 #include "policy/builtin/hami_vgpu/accounting.h"
 #include "policy/builtin/hami_vgpu/hami_vgpu.h"
 #include "policy/builtin/hami_vgpu/protocol.h"
+#include "schedext/policy/node_summary.h"
 #include "schedext/policy/policy_host.h"
 #include "testing/counting_hooks.h"
 #include "testing/model_builders.h"
@@ -64,7 +65,8 @@ TEST(HamiVgpuHotLoopTest, NoAllocationOrLockPerNode) {
   const Policy& policy = **made;
 
   // 1,000 nodes: used by tenants in varying amounts, some without devices,
-  // some with a stale handshake, so that every path runs.
+  // some with a stale handshake, half summarized as the cache summarizes
+  // them, so that every path runs.
   hami::VgpuAccounting accounting;
   std::vector<model::NodeInfo> nodes;
   nodes.reserve(1000);
@@ -91,6 +93,10 @@ TEST(HamiVgpuHotLoopTest, NoAllocationOrLockPerNode) {
     model::NodeUsage usage = *node.usage;
     usage.states.Set(0, std::move(state));
     node.usage = arena.Keep(usage);
+    if (i % 2 == 0) {
+      WriteNodeSummaries(host.summaries(), node);  // as the cluster cache stores it
+      EXPECT_TRUE(node.has_summary());
+    }
     nodes.push_back(std::move(node));
   }
   std::vector<const model::NodeInfo*> pointers;

@@ -30,7 +30,7 @@ namespace schedext::policy::hami {
 
 struct UuidUse {
   std::string uuid;
-  DeviceUse use;
+  DeviceUse use{};
 };
 
 class VgpuNodeState final : public model::NodeState {

@@ -33,7 +33,7 @@ bool ContainsNvidia(std::string_view type) {
 // DeviceListsScore.ComputeScore in float32, as Go computes it. A percentage
 // request adds Totalmem × (percent / 100) in Go's integer arithmetic (the
 // untyped 100.0 becomes an int32): the whole device at 100 %, nothing below.
-float DeviceScore(const Device& d, const DeviceUse& u, const ContainerRequest& r) {
+float DeviceScore(const DeviceFacts& d, const DeviceUse& u, const ContainerRequest& r) {
   int64_t memory = r.memory;
   if (r.memory_percent != 0 && r.memory_percent != 101) {
     memory = d.memory * (r.memory_percent / 100);
@@ -45,7 +45,8 @@ float DeviceScore(const Device& d, const DeviceUse& u, const ContainerRequest& r
 }
 
 // DeviceUsageList.Less.
-bool Less(GpuPolicy policy, const Device& a, float score_a, const Device& b, float score_b) {
+bool Less(GpuPolicy policy, const DeviceFacts& a, float score_a, const DeviceFacts& b,
+          float score_b) {
   if (policy == GpuPolicy::kBinpack) {
     if (a.numa == b.numa) {
       return score_a < score_b;
@@ -90,26 +91,51 @@ bool Unresolvable(Misfit misfit) {
          misfit == Misfit::kTypeMismatch || misfit == Misfit::kUuidMismatch;
 }
 
-int VisibleDevices(std::span<const Device> devices, std::array<int, kMaxDevices>& order) {
-  int n = 0;
-  for (size_t i = 0; i < devices.size() && i < static_cast<size_t>(kMaxDevices); ++i) {
-    if (ContainsNvidia(devices[i].type)) {
-      order[static_cast<size_t>(n++)] = static_cast<int>(i);
-    }
-  }
-  return n;
+bool PodRequest::AsksForVgpus() const {
+  const auto asks = [](const ContainerRequest& r) { return r.nums > 0; };
+  return std::any_of(init.begin(), init.end(), asks) || std::any_of(app.begin(), app.end(), asks);
 }
 
-Misfit FitContainer(std::span<const Device> devices, NodeUse& use,
-                    std::array<int, kMaxDevices>& order, int visible,
-                    const ContainerRequest& request, const PodRules& rules,
-                    GpuPolicy gpu_policy, std::array<Choice, kMaxDevices>& chosen) {
+PodRequest RequestOf(const model::PodInfo& pod, const ResourceNames& names) {
+  PodRequest out;
+  for (const model::ContainerResources& c : pod.init_containers) {
+    out.init.push_back(RequestOf(c, names));
+  }
+  for (const model::ContainerResources& c : pod.containers) {
+    out.app.push_back(RequestOf(c, names));
+  }
+  return out;
+}
+
+void FactsOf(std::span<const Device> devices, const NodeUse& use, const PodRules& rules,
+             NodeFacts& out) {
+  out.size = 0;
+  for (size_t i = 0; i < devices.size() && i < static_cast<size_t>(kMaxDevices); ++i) {
+    const Device& d = devices[i];
+    if (!ContainsNvidia(d.type)) {
+      continue;
+    }
+    const size_t at = static_cast<size_t>(out.size++);
+    // MIG placement is not implemented: a MIG-mode device never fits.
+    out.devices[at] = DeviceFacts{d.count,   d.memory,
+                                  d.cores,   d.numa,
+                                  d.healthy, TypeAllowed(rules, d) && d.mode != "mig",
+                                  UuidAllowed(rules, d), static_cast<uint8_t>(i)};
+    out.use[at] = use[i];
+  }
+}
+
+Misfit FitContainer(const NodeFacts& node, NodeUse& use, std::array<int, kMaxDevices>& order,
+                    const ContainerRequest& request, bool numa_bind, GpuPolicy gpu_policy,
+                    std::array<Choice, kMaxDevices>& chosen) {
+  const int visible = node.size;
   if (request.nums > visible) {
     return Misfit::kTooFewDevices;
   }
+  const std::array<DeviceFacts, kMaxDevices>& devices = node.devices;
   // The order HAMi's sort.Sort leaves: Go sorts up to 12 elements by
   // insertion sort (stable), starting from the previous container's order.
-  std::array<float, kMaxDevices> score{};
+  std::array<float, kMaxDevices> score;
   for (int i = 0; i < visible; ++i) {
     const size_t d = static_cast<size_t>(order[static_cast<size_t>(i)]);
     score[d] = DeviceScore(devices[d], use[d], request);
@@ -134,18 +160,17 @@ Misfit FitContainer(std::span<const Device> devices, NodeUse& use,
   const int64_t cores = std::min<int64_t>(request.cores, 100);
   for (int i = visible - 1; i >= 0; --i) {
     const size_t d = static_cast<size_t>(order[static_cast<size_t>(i)]);
-    const Device& dev = devices[d];
+    const DeviceFacts& dev = devices[d];
     const DeviceUse& u = use[d];
     if (!dev.healthy) {
       count(Misfit::kUnhealthy);
       continue;
     }
-    // MIG placement is not implemented: a MIG-mode device never fits.
-    if (!TypeAllowed(rules, dev) || dev.mode == "mig") {
+    if (!dev.type_allowed) {
       count(Misfit::kTypeMismatch);
       continue;
     }
-    if (rules.numa_bind && prev_numa != dev.numa) {
+    if (numa_bind && prev_numa != dev.numa) {
       if (nums != request.nums) {
         count(Misfit::kNuma, taken > 0 ? 1 : 0);
       }
@@ -153,7 +178,7 @@ Misfit FitContainer(std::span<const Device> devices, NodeUse& use,
       prev_numa = dev.numa;
       taken = 0;
     }
-    if (!UuidAllowed(rules, dev)) {
+    if (!dev.uuid_allowed) {
       count(Misfit::kUuidMismatch);
       continue;
     }
@@ -215,19 +240,16 @@ Misfit FitContainer(std::span<const Device> devices, NodeUse& use,
   return best;
 }
 
-int64_t NodeScore(std::span<const Device> devices, const NodeUse& after, NodePolicy policy) {
+int64_t NodeScore(const NodeFacts& node, const NodeUse& after, NodePolicy policy) {
   int64_t used = 0, used_cores = 0, used_memory = 0, total = 0, total_cores = 0,
           total_memory = 0;
-  std::array<int, kMaxDevices> order{};
-  const int visible = VisibleDevices(devices, order);
-  for (int i = 0; i < visible; ++i) {
-    const size_t d = static_cast<size_t>(order[static_cast<size_t>(i)]);
+  for (size_t d = 0; d < static_cast<size_t>(node.size); ++d) {
     used += after[d].used;
     used_cores += after[d].cores;
     used_memory += after[d].memory;
-    total += devices[d].count;
-    total_cores += devices[d].cores;
-    total_memory += devices[d].memory;
+    total += node.devices[d].count;
+    total_cores += node.devices[d].cores;
+    total_memory += node.devices[d].memory;
   }
   const auto ratio = [](int64_t a, int64_t b) {
     return b > 0 ? static_cast<float>(a) / static_cast<float>(b) : 0.0F;

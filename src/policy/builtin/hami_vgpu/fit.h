@@ -1,7 +1,12 @@
 // HAMi's placement of one pod on one node's vGPUs, as its scheduler computes
 // it (pkg/scheduler/score.go fitInDevices and scoreNode, pkg/device/nvidia
-// Fit, pkg/scheduler/policy's device order and node score), on the devices a
-// node registered and the usage schedext counted on them.
+// Fit, pkg/scheduler/policy's device order and node score).
+//
+// Fit and score read a node as NodeFacts: its NVIDIA devices' numbers, the
+// usage counted on them and the pod's type/UUID rules already applied. Two
+// sources build them and must agree: FactsOf below, from the decoded
+// register annotation (every pod, and the only one at bind), and the node
+// summary (summary.h), for pods without type/UUID/mode rules.
 //
 // Called per node from Filter and Score (and once at bind): no allocation,
 // no lock. The caller's `on_chosen` sees every device chosen.
@@ -12,19 +17,50 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "policy/builtin/hami_vgpu/protocol.h"
 #include "schedext/model/pod_info.h"
 
 namespace schedext::policy::hami {
 
+// The per-node structs below have no member initializers: the hooks build
+// them per node and set what they read ([0, size) of the arrays), and
+// zeroing a kilobyte per node would cost more than the fit.
+
 // What the pods counted on a node use of one device.
 struct DeviceUse {
-  int64_t used = 0;  // vGPUs
-  int64_t memory = 0;
-  int64_t cores = 0;
+  int64_t used;  // vGPUs
+  int64_t memory;
+  int64_t cores;
 };
 using NodeUse = std::array<DeviceUse, kMaxDevices>;
+
+// What fit and score read of one NVIDIA device.
+struct DeviceFacts {
+  int64_t count;   // split count
+  int64_t memory;  // MiB
+  int64_t cores;
+  int64_t numa;
+  bool healthy;
+  bool type_allowed;  // the pod's type and mode rules allow it, and it is not MIG
+  bool uuid_allowed;  // the pod's UUID rules allow it
+  uint8_t index;      // position in the node's register annotation
+};
+
+// A node's NVIDIA devices in registration order (HAMi's getNodeResources
+// skips devices whose type does not contain "NVIDIA", case-insensitive) and
+// what is counted on them, by the same position. Only [0, size) is set.
+struct NodeFacts {
+  std::array<DeviceFacts, kMaxDevices> devices;
+  NodeUse use;
+  int size = 0;
+};
+
+// The facts of `devices` (decoded) with `use` (by the devices' positions,
+// accounting.h UseOf) under the pod's `rules`.
+void FactsOf(std::span<const Device> devices, const NodeUse& use, const PodRules& rules,
+             NodeFacts& out);
 
 enum class GpuPolicy : uint8_t { kBinpack, kSpread };
 enum class NodePolicy : uint8_t { kBinpack, kSpread };
@@ -52,98 +88,107 @@ bool Unresolvable(Misfit misfit);
 
 struct FitResult {
   Misfit misfit = Misfit::kNone;
-  NodeUse after{};  // usage with the pod placed (peak of init and app containers)
+  // Usage with the pod placed (peak of init and app containers), by
+  // NodeFacts position; set only when misfit is kNone.
+  NodeUse after;
 };
+
+// A pod's container requests in HAMi's terms (RequestOf), read once per
+// request: init containers, then the regular ones.
+struct PodRequest {
+  std::vector<ContainerRequest> init;
+  std::vector<ContainerRequest> app;
+  bool AsksForVgpus() const;
+};
+PodRequest RequestOf(const model::PodInfo& pod, const ResourceNames& names);
 
 // A device chosen for container `container` (init containers first, then
 // the regular ones: the order of HAMi's annotation entries).
 struct Choice {
-  size_t container = 0;
-  int device = 0;  // index into the node's devices
-  int64_t memory = 0;
-  int64_t cores = 0;
+  size_t container;
+  int device;  // index into NodeFacts::devices
+  int64_t memory;
+  int64_t cores;
 };
 
 // Places every container's request: init containers one at a time on the
 // node's usage, then the regular containers cumulatively, each on the
 // devices in `gpu_policy` order (HAMi's sort, redone per container).
-// `on_chosen(const Choice&)` per chosen device, in annotation order. Devices
-// whose type does not contain "NVIDIA" (case-insensitive) are invisible, as
-// in HAMi's getNodeResources.
+// `on_chosen(const Choice&)` per chosen device, in annotation order.
 template <typename OnChosen>
-FitResult FitPod(std::span<const Device> devices, const NodeUse& use, const model::PodInfo& pod,
-                 const ResourceNames& names, const PodRules& rules, GpuPolicy gpu_policy,
-                 OnChosen&& on_chosen);
+FitResult FitPod(const NodeFacts& node, const PodRequest& pod, bool numa_bind,
+                 GpuPolicy gpu_policy, OnChosen&& on_chosen);
 
 // HAMi's node score on the usage after placing the pod: 10 × (vGPUs used /
 // split count + cores used / cores + memory used / memory) over the node's
 // NVIDIA devices, mapped onto [0, 100] (binpack: fuller is higher; spread:
 // emptier is higher).
-int64_t NodeScore(std::span<const Device> devices, const NodeUse& after, NodePolicy policy);
+int64_t NodeScore(const NodeFacts& node, const NodeUse& after, NodePolicy policy);
 
 // ---- implementation ----
 
 // Fits one container request (HAMi's Fit); `order` is the persistent device
-// order (indices), re-sorted here. Fills chosen[0..nums) on success.
-Misfit FitContainer(std::span<const Device> devices, NodeUse& use,
-                    std::array<int, kMaxDevices>& order, int visible,
-                    const ContainerRequest& request, const PodRules& rules,
-                    GpuPolicy gpu_policy, std::array<Choice, kMaxDevices>& chosen);
-// The NVIDIA devices in registration order; returns how many.
-int VisibleDevices(std::span<const Device> devices, std::array<int, kMaxDevices>& order);
+// order (positions), re-sorted here. Fills chosen[0..nums) on success.
+Misfit FitContainer(const NodeFacts& node, NodeUse& use, std::array<int, kMaxDevices>& order,
+                    const ContainerRequest& request, bool numa_bind, GpuPolicy gpu_policy,
+                    std::array<Choice, kMaxDevices>& chosen);
 
 template <typename OnChosen>
-FitResult FitPod(std::span<const Device> devices, const NodeUse& use, const model::PodInfo& pod,
-                 const ResourceNames& names, const PodRules& rules, GpuPolicy gpu_policy,
-                 OnChosen&& on_chosen) {
+FitResult FitPod(const NodeFacts& node, const PodRequest& pod, bool numa_bind,
+                 GpuPolicy gpu_policy, OnChosen&& on_chosen) {
   FitResult result;
-  std::array<int, kMaxDevices> base_order{};
-  const int visible = VisibleDevices(devices, base_order);
-  std::array<Choice, kMaxDevices> chosen{};
-  NodeUse peak = use;
+  const size_t size = static_cast<size_t>(node.size);
+  std::array<int, kMaxDevices> base_order;
+  for (size_t d = 0; d < size; ++d) {
+    base_order[d] = static_cast<int>(d);
+  }
+  std::array<Choice, kMaxDevices> chosen;
+  // Only [0, size) of these is read or written.
+  NodeUse peak;
+  NodeUse app;
+  std::copy_n(node.use.begin(), size, peak.begin());
+  std::copy_n(node.use.begin(), size, app.begin());
+  const auto fit = [&](const ContainerRequest& request, size_t container, NodeUse& use,
+                       std::array<int, kMaxDevices>& order) {
+    if (request.nums <= 0) {
+      return Misfit::kNone;
+    }
+    const Misfit misfit = FitContainer(node, use, order, request, numa_bind, gpu_policy, chosen);
+    if (misfit == Misfit::kNone) {
+      for (int64_t i = 0; i < request.nums; ++i) {
+        chosen[static_cast<size_t>(i)].container = container;
+        on_chosen(chosen[static_cast<size_t>(i)]);
+      }
+    }
+    return misfit;
+  };
   size_t container = 0;
-  for (const model::ContainerResources& c : pod.init_containers) {
-    const ContainerRequest request = RequestOf(c, names);
-    if (request.nums > 0) {
-      NodeUse scratch = use;
-      std::array<int, kMaxDevices> order = base_order;
-      const Misfit misfit =
-          FitContainer(devices, scratch, order, visible, request, rules, gpu_policy, chosen);
-      if (misfit != Misfit::kNone) {
-        result.misfit = misfit;
-        return result;
-      }
-      for (int i = 0; i < static_cast<int>(request.nums); ++i) {
-        chosen[static_cast<size_t>(i)].container = container;
-        on_chosen(chosen[static_cast<size_t>(i)]);
-      }
-      for (size_t d = 0; d < devices.size(); ++d) {
-        peak[d].used = std::max(peak[d].used, scratch[d].used);
-        peak[d].memory = std::max(peak[d].memory, scratch[d].memory);
-        peak[d].cores = std::max(peak[d].cores, scratch[d].cores);
-      }
+  for (const ContainerRequest& c : pod.init) {
+    if (c.nums <= 0) {
+      ++container;
+      continue;
     }
-    ++container;
+    NodeUse scratch;
+    std::copy_n(node.use.begin(), size, scratch.begin());
+    std::array<int, kMaxDevices> order = base_order;
+    result.misfit = fit(c, container++, scratch, order);
+    if (result.misfit != Misfit::kNone) {
+      return result;
+    }
+    for (size_t d = 0; d < size; ++d) {
+      peak[d].used = std::max(peak[d].used, scratch[d].used);
+      peak[d].memory = std::max(peak[d].memory, scratch[d].memory);
+      peak[d].cores = std::max(peak[d].cores, scratch[d].cores);
+    }
   }
-  NodeUse app = use;
   std::array<int, kMaxDevices> order = base_order;
-  for (const model::ContainerResources& c : pod.containers) {
-    const ContainerRequest request = RequestOf(c, names);
-    if (request.nums > 0) {
-      const Misfit misfit =
-          FitContainer(devices, app, order, visible, request, rules, gpu_policy, chosen);
-      if (misfit != Misfit::kNone) {
-        result.misfit = misfit;
-        return result;
-      }
-      for (int i = 0; i < static_cast<int>(request.nums); ++i) {
-        chosen[static_cast<size_t>(i)].container = container;
-        on_chosen(chosen[static_cast<size_t>(i)]);
-      }
+  for (const ContainerRequest& c : pod.app) {
+    result.misfit = fit(c, container++, app, order);
+    if (result.misfit != Misfit::kNone) {
+      return result;
     }
-    ++container;
   }
-  for (size_t d = 0; d < devices.size(); ++d) {
+  for (size_t d = 0; d < size; ++d) {
     result.after[d].used = std::max(peak[d].used, app[d].used);
     result.after[d].memory = std::max(peak[d].memory, app[d].memory);
     result.after[d].cores = std::max(peak[d].cores, app[d].cores);

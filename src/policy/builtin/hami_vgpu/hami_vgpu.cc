@@ -15,6 +15,8 @@
 #include "policy/builtin/hami_vgpu/fit.h"
 #include "policy/builtin/hami_vgpu/inspect.h"
 #include "policy/builtin/hami_vgpu/protocol.h"
+#include "policy/builtin/hami_vgpu/summary.h"
+#include "schedext/policy/node_summary.h"
 
 namespace schedext::policy {
 namespace {
@@ -24,6 +26,7 @@ using hami::FitResult;
 using hami::GpuPolicy;
 using hami::Misfit;
 using hami::NodeDevices;
+using hami::NodeFacts;
 using hami::NodePolicy;
 using hami::NodeUse;
 using hami::PodRules;
@@ -47,6 +50,7 @@ int64_t NowUnix() {
 // What PreFilter and PreScore read once per request.
 class RequestData final : public StateData {
  public:
+  hami::PodRequest request;
   bool asks = false;
   PodRules rules;
   GpuPolicy gpu_policy = GpuPolicy::kSpread;
@@ -54,21 +58,19 @@ class RequestData final : public StateData {
   int64_t now_unix = 0;
 };
 
-bool AsksForVgpus(const model::PodInfo& pod, const ResourceNames& names) {
-  for (const auto* list : {&pod.init_containers, &pod.containers}) {
-    for (const model::ContainerResources& c : *list) {
-      if (hami::RequestOf(c, names).nums > 0) {
-        return true;
-      }
-    }
-  }
-  return false;
-}
-
 class HamiVgpu final : public Policy, public FilterHook, public ScoreHook, public ReserveHook {
  public:
-  HamiVgpu(ResourceNames names, NodePolicy node_policy, GpuPolicy gpu_policy, NodeStateSlot slot)
-      : names_(std::move(names)), node_policy_(node_policy), gpu_policy_(gpu_policy), slot_(slot) {}
+  // Registers the node summary when `handle` is not null.
+  HamiVgpu(ResourceNames names, NodePolicy node_policy, GpuPolicy gpu_policy, NodeStateSlot slot,
+           PolicyHandle* handle)
+      : names_(std::move(names)), node_policy_(node_policy), gpu_policy_(gpu_policy), slot_(slot) {
+    if (handle != nullptr) {
+      summary_ = handle->AddNodeSummary<hami::VgpuSummary>(
+          [slot, count = names_.count](const model::NodeInfo& node) {
+            return hami::Summarize(node, slot, count);
+          });
+    }
+  }
 
   std::string_view Name() const override { return kName; }
   model::NodeFields NodeFieldsRead() const override {
@@ -83,7 +85,7 @@ class HamiVgpu final : public Policy, public FilterHook, public ScoreHook, publi
     return OkStatus();
   }
 
-  Verdict Filter(const RequestState& state, const model::PodInfo& pod,
+  Verdict Filter(const RequestState& state, const model::PodInfo& /*pod*/,
                  const model::NodeInfo& node) const override {
     if (node.usage == nullptr) {
       return Verdict::Error(kNeedsClusterCache);
@@ -95,11 +97,12 @@ class HamiVgpu final : public Policy, public FilterHook, public ScoreHook, publi
     if (!data->asks) {
       return Verdict::Success();
     }
-    NodeDevices devices;
-    if (!DevicesOf(node, data->now_unix, devices)) {
+    NodeFacts facts;
+    if (!FactsOf(node, *data, facts)) {
       return Verdict::Unresolvable(kNoDevices);
     }
-    const FitResult fit = Place(node, devices, pod, *data, [](const hami::Choice&) {});
+    const FitResult fit = hami::FitPod(facts, data->request, data->rules.numa_bind,
+                                       data->gpu_policy, [](const hami::Choice&) {});
     if (fit.misfit == Misfit::kNone) {
       return Verdict::Success();
     }
@@ -115,21 +118,22 @@ class HamiVgpu final : public Policy, public FilterHook, public ScoreHook, publi
     return OkStatus();
   }
 
-  int64_t Score(const RequestState& state, const model::PodInfo& pod,
+  int64_t Score(const RequestState& state, const model::PodInfo& /*pod*/,
                 const model::NodeInfo& node) const override {
     const RequestData* data = state.GetAs<RequestData>(Key());
     if (data == nullptr || !data->asks || node.usage == nullptr) {
       return 0;
     }
-    NodeDevices devices;
-    if (!DevicesOf(node, data->now_unix, devices)) {
+    NodeFacts facts;
+    if (!FactsOf(node, *data, facts)) {
       return 0;
     }
-    const FitResult fit = Place(node, devices, pod, *data, [](const hami::Choice&) {});
+    const FitResult fit = hami::FitPod(facts, data->request, data->rules.numa_bind,
+                                       data->gpu_policy, [](const hami::Choice&) {});
     if (fit.misfit != Misfit::kNone) {
       return 0;
     }
-    return hami::NodeScore(devices.view(), fit.after, data->node_policy);
+    return hami::NodeScore(facts, fit.after, data->node_policy);
   }
 
   Status Reserve(const model::PodInfo& pod, const model::NodeInfo& node,
@@ -146,9 +150,12 @@ class HamiVgpu final : public Policy, public FilterHook, public ScoreHook, publi
       return FailedPreconditionError("node " + std::string(node.name) +
                                      " has no HAMi vGPU devices");
     }
+    NodeFacts facts;
+    DecodedFactsOf(node, devices, data->rules, facts);
     std::vector<hami::Choice> choices;
-    const FitResult fit = Place(node, devices, pod, *data,
-                                [&](const hami::Choice& c) { choices.push_back(c); });
+    const FitResult fit =
+        hami::FitPod(facts, data->request, data->rules.numa_bind, data->gpu_policy,
+                     [&](const hami::Choice& c) { choices.push_back(c); });
     if (fit.misfit != Misfit::kNone) {
       return FailedPreconditionError("the pod no longer fits on node " + std::string(node.name) +
                                      ": " + std::string(hami::Reason(fit.misfit)));
@@ -161,8 +168,8 @@ class HamiVgpu final : public Policy, public FilterHook, public ScoreHook, publi
       chosen.clear();
       for (; next < choices.size() && choices[next].container == c; ++next) {
         const hami::Choice& choice = choices[next];
-        chosen.push_back({devices.devices[static_cast<size_t>(choice.device)].uuid, choice.memory,
-                          choice.cores});
+        const size_t index = facts.devices[static_cast<size_t>(choice.device)].index;
+        chosen.push_back({devices.devices[index].uuid, choice.memory, choice.cores});
       }
       hami::AppendContainer(chosen, encoded);
     }
@@ -182,7 +189,8 @@ class HamiVgpu final : public Policy, public FilterHook, public ScoreHook, publi
 
   std::unique_ptr<RequestData> Prepare(const model::PodInfo& pod) const {
     auto data = std::make_unique<RequestData>();
-    data->asks = AsksForVgpus(pod, names_);
+    data->request = hami::RequestOf(pod, names_);
+    data->asks = data->request.AsksForVgpus();
     data->rules = hami::RulesOf(pod.annotations);
     data->node_policy = node_policy_;
     data->gpu_policy = gpu_policy_;
@@ -213,20 +221,39 @@ class HamiVgpu final : public Policy, public FilterHook, public ScoreHook, publi
              node.allocatable.Get(names_.count) <= 0);
   }
 
-  template <typename OnChosen>
-  FitResult Place(const model::NodeInfo& node, const NodeDevices& devices,
-                  const model::PodInfo& pod, const RequestData& data, OnChosen&& on_chosen) const {
+  // The node's facts for this request; false when it has no usable devices.
+  // From the node's summary when the pod's rules do not name devices and the
+  // cache summarized the node, else from its annotations.
+  bool FactsOf(const model::NodeInfo& node, const RequestData& data, NodeFacts& out) const {
+    hami::VgpuSummary summary;
+    if (!data.rules.NamesDevices() && summary_.Get(node, summary) && summary.usable) {
+      if (!summary.registered || data.now_unix >= summary.stale_from) {
+        return false;
+      }
+      hami::FactsOf(summary, out);
+      return true;
+    }
+    NodeDevices devices;
+    if (!DevicesOf(node, data.now_unix, devices)) {
+      return false;
+    }
+    DecodedFactsOf(node, devices, data.rules, out);
+    return true;
+  }
+
+  void DecodedFactsOf(const model::NodeInfo& node, const NodeDevices& devices,
+                      const PodRules& rules, NodeFacts& out) const {
     NodeUse use;
     hami::UseOf(static_cast<const hami::VgpuNodeState*>(node.usage->states.Get(slot_)),
                 devices.view(), use);
-    return hami::FitPod(devices.view(), use, pod, names_, data.rules, data.gpu_policy,
-                        std::forward<OnChosen>(on_chosen));
+    hami::FactsOf(devices.view(), use, rules, out);
   }
 
   const ResourceNames names_;
   const NodePolicy node_policy_;
   const GpuPolicy gpu_policy_;
   const NodeStateSlot slot_;
+  NodeSummarySlot<hami::VgpuSummary> summary_;  // set by the constructor only
 };
 
 struct SharedState {
@@ -301,7 +328,7 @@ StatusOr<std::unique_ptr<Policy>> NewHamiVgpu(const nlohmann::json& args,
     slot = shared->slot;
   }
   return std::unique_ptr<Policy>(
-      std::make_unique<HamiVgpu>(std::move(names), node, gpu, slot));
+      std::make_unique<HamiVgpu>(std::move(names), node, gpu, slot, context.handle));
 }
 
 }  // namespace schedext::policy

@@ -446,22 +446,27 @@ bool DecodeRegister(std::string_view text, NodeDevices& out) {
   return false;
 }
 
-bool HandshakeStale(std::string_view value, int64_t now_unix) {
+int64_t HandshakeStaleFrom(std::string_view value) {
   if (value.starts_with("Deleted")) {
-    return true;
+    return std::numeric_limits<int64_t>::min();
   }
+  constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
   if (value.find("Requesting") == std::string_view::npos) {
-    return false;
+    return kNever;
   }
   const size_t underscore = value.find('_');
   if (underscore == std::string_view::npos) {
-    return false;
+    return kNever;
   }
   int64_t written = 0;
   if (!ParseDateTime(value.substr(underscore + 1), written)) {
-    return false;
+    return kNever;
   }
-  return now_unix >= written + kHandshakeTimeoutSeconds;
+  return written + kHandshakeTimeoutSeconds;
+}
+
+bool HandshakeStale(std::string_view value, int64_t now_unix) {
+  return now_unix >= HandshakeStaleFrom(value);
 }
 
 namespace {

@@ -84,6 +84,9 @@ bool DecodeRegister(std::string_view text, NodeDevices& out);
 // "Deleted_..." (HAMi's mark for a node it cleaned up). Any other value,
 // including an unparsable time, is not stale, as in HAMi.
 bool HandshakeStale(std::string_view value, int64_t now_unix);
+// The first Unix second at which HandshakeStale(value, ·) holds: INT64_MIN
+// for "Deleted_...", INT64_MAX when it never does.
+int64_t HandshakeStaleFrom(std::string_view value);
 
 // One container's request in HAMi's terms (ContainerDeviceRequest).
 struct ContainerRequest {
@@ -115,6 +118,12 @@ struct PodRules {
   std::optional<std::string_view> nouse_uuids;
   std::optional<std::string_view> mode;
   bool numa_bind = false;
+  // Whether any rule reads device types, UUIDs or modes (a set annotation,
+  // even a blank one), so that devices are told apart by their names.
+  bool NamesDevices() const {
+    return use_types.has_value() || nouse_types.has_value() || use_uuids.has_value() ||
+           nouse_uuids.has_value() || mode.has_value();
+  }
 };
 PodRules RulesOf(const model::StringMap& annotations);
 
