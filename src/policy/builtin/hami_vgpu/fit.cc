@@ -127,7 +127,7 @@ void FactsOf(std::span<const Device> devices, const NodeUse& use, const PodRules
 
 Misfit FitContainer(const NodeFacts& node, NodeUse& use, std::array<int, kMaxDevices>& order,
                     const ContainerRequest& request, bool numa_bind, GpuPolicy gpu_policy,
-                    std::array<Choice, kMaxDevices>& chosen) {
+                    bool sort, std::array<Choice, kMaxDevices>& chosen) {
   const int visible = node.size;
   if (request.nums > visible) {
     return Misfit::kTooFewDevices;
@@ -136,11 +136,11 @@ Misfit FitContainer(const NodeFacts& node, NodeUse& use, std::array<int, kMaxDev
   // The order HAMi's sort.Sort leaves: Go sorts up to 12 elements by
   // insertion sort (stable), starting from the previous container's order.
   std::array<float, kMaxDevices> score;
-  for (int i = 0; i < visible; ++i) {
+  for (int i = 0; sort && i < visible; ++i) {
     const size_t d = static_cast<size_t>(order[static_cast<size_t>(i)]);
     score[d] = DeviceScore(devices[d], use[d], request);
   }
-  for (int i = 1; i < visible; ++i) {
+  for (int i = 1; sort && i < visible; ++i) {
     for (int j = i; j > 0; --j) {
       const size_t a = static_cast<size_t>(order[static_cast<size_t>(j)]);
       const size_t b = static_cast<size_t>(order[static_cast<size_t>(j - 1)]);

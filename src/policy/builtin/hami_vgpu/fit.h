@@ -115,9 +115,19 @@ struct Choice {
 // node's usage, then the regular containers cumulatively, each on the
 // devices in `gpu_policy` order (HAMi's sort, redone per container).
 // `on_chosen(const Choice&)` per chosen device, in annotation order.
+//
+// kVerdict answers only whether the pod fits and why not (Filter): the
+// misfit, not which devices. It then skips HAMi's device sort wherever the
+// choice cannot change the answer — every container but an app container
+// followed by another GPU app container, without NUMA binding — because
+// each device passes or fails a container's checks on its own: the
+// container fits exactly when enough devices pass, and a misfit counts
+// every device, in any order. `after` and the choices are then not the
+// placement's.
+enum class FitFor : uint8_t { kPlacement, kVerdict };
 template <typename OnChosen>
 FitResult FitPod(const NodeFacts& node, const PodRequest& pod, bool numa_bind,
-                 GpuPolicy gpu_policy, OnChosen&& on_chosen);
+                 GpuPolicy gpu_policy, FitFor fit_for, OnChosen&& on_chosen);
 
 // HAMi's node score on the usage after placing the pod: 10 × (vGPUs used /
 // split count + cores used / cores + memory used / memory) over the node's
@@ -128,14 +138,15 @@ int64_t NodeScore(const NodeFacts& node, const NodeUse& after, NodePolicy policy
 // ---- implementation ----
 
 // Fits one container request (HAMi's Fit); `order` is the persistent device
-// order (positions), re-sorted here. Fills chosen[0..nums) on success.
+// order (positions), re-sorted here when `sort`. Fills chosen[0..nums) on
+// success.
 Misfit FitContainer(const NodeFacts& node, NodeUse& use, std::array<int, kMaxDevices>& order,
                     const ContainerRequest& request, bool numa_bind, GpuPolicy gpu_policy,
-                    std::array<Choice, kMaxDevices>& chosen);
+                    bool sort, std::array<Choice, kMaxDevices>& chosen);
 
 template <typename OnChosen>
 FitResult FitPod(const NodeFacts& node, const PodRequest& pod, bool numa_bind,
-                 GpuPolicy gpu_policy, OnChosen&& on_chosen) {
+                 GpuPolicy gpu_policy, FitFor fit_for, OnChosen&& on_chosen) {
   FitResult result;
   const size_t size = static_cast<size_t>(node.size);
   std::array<int, kMaxDevices> base_order;
@@ -148,12 +159,14 @@ FitResult FitPod(const NodeFacts& node, const PodRequest& pod, bool numa_bind,
   NodeUse app;
   std::copy_n(node.use.begin(), size, peak.begin());
   std::copy_n(node.use.begin(), size, app.begin());
+  const bool always_sort = fit_for == FitFor::kPlacement || numa_bind;
   const auto fit = [&](const ContainerRequest& request, size_t container, NodeUse& use,
-                       std::array<int, kMaxDevices>& order) {
+                       std::array<int, kMaxDevices>& order, bool choice_read_later) {
     if (request.nums <= 0) {
       return Misfit::kNone;
     }
-    const Misfit misfit = FitContainer(node, use, order, request, numa_bind, gpu_policy, chosen);
+    const Misfit misfit = FitContainer(node, use, order, request, numa_bind, gpu_policy,
+                                       always_sort || choice_read_later, chosen);
     if (misfit == Misfit::kNone) {
       for (int64_t i = 0; i < request.nums; ++i) {
         chosen[static_cast<size_t>(i)].container = container;
@@ -171,7 +184,7 @@ FitResult FitPod(const NodeFacts& node, const PodRequest& pod, bool numa_bind,
     NodeUse scratch;
     std::copy_n(node.use.begin(), size, scratch.begin());
     std::array<int, kMaxDevices> order = base_order;
-    result.misfit = fit(c, container++, scratch, order);
+    result.misfit = fit(c, container++, scratch, order, false);
     if (result.misfit != Misfit::kNone) {
       return result;
     }
@@ -181,9 +194,16 @@ FitResult FitPod(const NodeFacts& node, const PodRequest& pod, bool numa_bind,
       peak[d].cores = std::max(peak[d].cores, scratch[d].cores);
     }
   }
+  // The app containers place cumulatively: one's choice is read by the next
+  // one that asks for vGPUs.
+  size_t gpu_apps_left = 0;
+  for (const ContainerRequest& c : pod.app) {
+    gpu_apps_left += c.nums > 0 ? 1 : 0;
+  }
   std::array<int, kMaxDevices> order = base_order;
   for (const ContainerRequest& c : pod.app) {
-    result.misfit = fit(c, container++, app, order);
+    gpu_apps_left -= c.nums > 0 ? 1 : 0;
+    result.misfit = fit(c, container++, app, order, gpu_apps_left > 0);
     if (result.misfit != Misfit::kNone) {
       return result;
     }

@@ -101,8 +101,9 @@ class HamiVgpu final : public Policy, public FilterHook, public ScoreHook, publi
     if (!FactsOf(node, *data, facts)) {
       return Verdict::Unresolvable(kNoDevices);
     }
-    const FitResult fit = hami::FitPod(facts, data->request, data->rules.numa_bind,
-                                       data->gpu_policy, [](const hami::Choice&) {});
+    const FitResult fit =
+        hami::FitPod(facts, data->request, data->rules.numa_bind, data->gpu_policy,
+                     hami::FitFor::kVerdict, [](const hami::Choice&) {});
     if (fit.misfit == Misfit::kNone) {
       return Verdict::Success();
     }
@@ -128,8 +129,9 @@ class HamiVgpu final : public Policy, public FilterHook, public ScoreHook, publi
     if (!FactsOf(node, *data, facts)) {
       return 0;
     }
-    const FitResult fit = hami::FitPod(facts, data->request, data->rules.numa_bind,
-                                       data->gpu_policy, [](const hami::Choice&) {});
+    const FitResult fit =
+        hami::FitPod(facts, data->request, data->rules.numa_bind, data->gpu_policy,
+                     hami::FitFor::kPlacement, [](const hami::Choice&) {});
     if (fit.misfit != Misfit::kNone) {
       return 0;
     }
@@ -155,6 +157,7 @@ class HamiVgpu final : public Policy, public FilterHook, public ScoreHook, publi
     std::vector<hami::Choice> choices;
     const FitResult fit =
         hami::FitPod(facts, data->request, data->rules.numa_bind, data->gpu_policy,
+                     hami::FitFor::kPlacement,
                      [&](const hami::Choice& c) { choices.push_back(c); });
     if (fit.misfit != Misfit::kNone) {
       return FailedPreconditionError("the pod no longer fits on node " + std::string(node.name) +
