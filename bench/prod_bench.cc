@@ -21,7 +21,8 @@
 //       [--go-baseline BIN] [--nodes 5000] [--pods-per-node 2] [--rounds 3]
 //       [--requests 300] [--go-requests 60] [--churn-rate 60] [--full 5000,15000]
 //       [--full-requests 20]
-//       [--profiles default,resources,gpushare,labels] [--gpu-profiles gpushare]
+//       [--profiles default,resources,gpushare,hami,labels] [--gpu-profiles gpushare]
+//       [--hami-profiles hami]
 //       [--trace-seconds 0] [--trace-profiles default,gpushare] [--cpu-split] [--smoke]
 //
 // Writes DIR/runs.txt (one key=value line per run), DIR/summary.md (tables),
@@ -214,18 +215,21 @@ int Main(int argc, char** argv) {
   }
 
   // Bodies: the generator's pending pod; GPU profiles get a pod that asks for
-  // 4 GiB of GPU memory in its app container's limits.
+  // 4 GiB of GPU memory in its app container's limits, HAMi profiles one that
+  // asks for a vGPU.
   const std::string names_body =
       set.Body(o.nodes, schedext::bench::Mode::kNames, schedext::bench::Verb::kFilter);
   const std::string gpu_body = schedext::bench::GpuNamesBody(names_body);
-  if (gpu_body.empty()) {
+  const std::string hami_body = schedext::bench::HamiNamesBody(names_body);
+  if (gpu_body.empty() || hami_body.empty()) {
     std::cerr << "schedext-prod-bench: the generator's pod changed shape; no GPU request\n";
     return 1;
   }
   auto body_of = [&](const std::string& profile) -> const std::string& {
-    return std::find(o.gpu_profiles.begin(), o.gpu_profiles.end(), profile) != o.gpu_profiles.end()
-               ? gpu_body
-               : names_body;
+    const auto in = [&](const std::vector<std::string>& list) {
+      return std::find(list.begin(), list.end(), profile) != list.end();
+    };
+    return in(o.hami_profiles) ? hami_body : in(o.gpu_profiles) ? gpu_body : names_body;
   };
 
   bool failed = false;

@@ -6,6 +6,23 @@ namespace {
 constexpr std::string_view kGpuResources =
     "\"aliyun.com/gpu-count\":\"4\",\"aliyun.com/gpu-mem\":\"64\",";
 
+// The UUID of HAMi device `device` of `node`.
+std::string HamiUuid(std::string_view node, size_t device) {
+  return "GPU-" + std::string(node) + "-" + std::to_string(device) +
+         "-5c87-89ac-b1a6-7b53aa24b0ec";
+}
+
+// HAMi's device plugin registration of 8 A100s of 80 GiB, 10 vGPUs each,
+// two NUMA nodes, in its text form.
+std::string HamiRegister(std::string_view node) {
+  std::string o;
+  for (size_t d = 0; d < 8; ++d) {
+    o += HamiUuid(node, d) + ",10,81920,100,NVIDIA-A100-SXM4-80GB," + std::to_string(d / 4) +
+         ",true," + std::to_string(d) + ",hami-core:";
+  }
+  return o;
+}
+
 }  // namespace
 
 std::string NodeObject(std::string_view generated) {
@@ -20,6 +37,15 @@ std::string NodeObject(std::string_view generated) {
     const size_t at = o.find(key);
     if (at != std::string::npos) o.insert(at + key.size(), kGpuResources);
   }
+  constexpr std::string_view kName = "\"name\":\"";
+  const size_t name = o.find(kName);
+  const size_t labels_at = o.find(",\"labels\":");
+  if (name != std::string::npos && labels_at != std::string::npos) {
+    const size_t begin = name + kName.size();
+    const std::string node = o.substr(begin, o.find('"', begin) - begin);
+    o.insert(labels_at, ",\"annotations\":{\"hami.io/node-nvidia-register\":\"" +
+                            HamiRegister(node) + "\"}");
+  }
   return o;
 }
 
@@ -32,7 +58,9 @@ std::string PodObject(const std::string& name, const std::string& node, size_t i
     o += ",\"annotations\":{\"ALIYUN_COM_GPU_MEM_ASSIGNED\":\"true\","
          "\"ALIYUN_COM_GPU_MEM_ASSUME_TIME\":\"1710410441000000000\","
          "\"ALIYUN_COM_GPU_MEM_DEV\":\"16\",\"ALIYUN_COM_GPU_MEM_IDX\":\"" +
-         std::to_string(index / 2 % 4) + "\",\"ALIYUN_COM_GPU_MEM_POD\":\"4\"}";
+         std::to_string(index / 2 % 4) + "\",\"ALIYUN_COM_GPU_MEM_POD\":\"4\"," +
+         "\"hami.io/vgpu-devices-allocated\":\"" + HamiUuid(node, index / 2 % 8) +
+         ",NVIDIA,20000,25:;\"}";
   }
   o += "},\"spec\":{\"nodeName\":\"" + node +
        "\",\"terminationGracePeriodSeconds\":0,\"containers\":[{\"name\":\"app\",\"image\":"
@@ -56,6 +84,19 @@ std::string WithServerMetadata(std::string_view object, std::string_view uid) {
              "\"uid\":\"" + std::string(uid) + "\",\"resourceVersion\":\"1\",");
   }
   return o;
+}
+
+std::string HamiNamesBody(const std::string& names_body) {
+  const std::string limits = "\"limits\":{\"cpu\":\"2\",\"memory\":\"4Gi\"}";
+  std::string body = names_body;
+  const size_t at = body.find(limits);
+  if (at == std::string::npos) {
+    return "";
+  }
+  body.replace(at, limits.size(),
+               "\"limits\":{\"cpu\":\"2\",\"memory\":\"4Gi\",\"nvidia.com/gpu\":\"1\","
+               "\"nvidia.com/gpucores\":\"30\",\"nvidia.com/gpumem\":\"20000\"}");
+  return body;
 }
 
 std::string GpuNamesBody(const std::string& names_body) {

@@ -72,6 +72,8 @@ bool ParseOptions(int argc, char** argv, Options& o) {
       o.profiles = SplitList(v);
     } else if (arg == "--gpu-profiles") {
       o.gpu_profiles = SplitList(v);
+    } else if (arg == "--hami-profiles") {
+      o.hami_profiles = SplitList(v);
     } else if (arg == "--trace-seconds") {
       o.trace_seconds = std::atof(v.c_str());
     } else if (arg == "--trace-profiles") {

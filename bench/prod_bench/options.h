@@ -25,8 +25,9 @@ struct Options {
   double churn_rate = 60;  // writes per second through the API server
   std::vector<size_t> full = {5000, 15000};
   int full_requests = 20;  // FullRequestsFor
-  std::vector<std::string> profiles = {"default", "resources", "gpushare", "labels"};
+  std::vector<std::string> profiles = {"default", "resources", "gpushare", "hami", "labels"};
   std::vector<std::string> gpu_profiles = {"gpushare"};
+  std::vector<std::string> hami_profiles = {"hami"};
   double trace_seconds = 0;
   std::vector<std::string> trace_profiles = {"default", "gpushare"};
   double trace_window_s = 0.5;
@@ -54,7 +55,7 @@ inline constexpr std::string_view kUsage =
     "usage: schedext-prod-bench --schedext BIN --config FILE --out DIR [--go-baseline BIN]\n"
     "  [--nodes N] [--pods-per-node K] [--rounds R] [--requests Q] [--go-requests Q]\n"
     "  [--churn-rate WRITES_PER_S] [--full N,N|none] [--full-requests Q]\n"
-    "  [--profiles a,b] [--gpu-profiles a,b]\n"
+    "  [--profiles a,b] [--gpu-profiles a,b] [--hami-profiles a,b]\n"
     "  [--trace-seconds S] [--trace-profiles a,b] [--create-threads T] [--seed S] [--smoke]\n"
     "  [--cpu-split]\n"
     "  [--variants NAME=CONFIG[@SCHEDEXT_BIN],...]\n";
