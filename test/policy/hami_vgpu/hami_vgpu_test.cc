@@ -410,7 +410,7 @@ TEST(HamiVgpuTest, SummarizedNodesDecideAsDecoded) {
   StatusOr<std::unique_ptr<Policy>> spread = NewHamiVgpu(
       json{{"nodeSchedulerPolicy", "spread"}, {"gpuSchedulerPolicy", "binpack"}}, context);
   ASSERT_TRUE(binpack.ok() && spread.ok());
-  ASSERT_EQ(host.summaries().size(), 1u) << "the second summary does not fit next to the first";
+  ASSERT_EQ(host.summaries().size(), 2u) << "each profile's instance has its summary";
   const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();

@@ -1,5 +1,7 @@
 #include "policy/builtin/hami_vgpu/hami_vgpu.h"
 
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 #include <cstdint>
 #include <limits>
@@ -69,6 +71,12 @@ class HamiVgpu final : public Policy, public FilterHook, public ScoreHook, publi
           [slot, count = names_.count](const model::NodeInfo& node) {
             return hami::Summarize(node, slot, count);
           });
+      if (!summary_.present()) {
+        spdlog::warn(
+            "HamiVgpu: the node summary bytes are used up by the policies of earlier profiles; "
+            "this profile decodes every node's devices on each request (about ten times "
+            "slower). List it before the others.");
+      }
     }
   }
 

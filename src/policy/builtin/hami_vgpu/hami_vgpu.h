@@ -8,7 +8,10 @@
 // node whose hami.io/node-handshake is stale (protocol.h HandshakeStale) and
 // whose allocatable nvidia.com/gpu is not positive has none. What pods use
 // of them is counted in the cluster cache from their
-// hami.io/vgpu-devices-allocated annotations (accounting.h).
+// hami.io/vgpu-devices-allocated annotations (accounting.h). Filter and Score
+// read both from the node summary the cache writes (summary.h) unless the
+// pod's rules name devices or the node is not summarized (a full-mode node
+// from the request body, an unusual node); then they decode the node.
 //
 // A pod asks for vGPUs when a container (init or regular) names the count
 // resource; its requests, the pod's type/UUID/mode/NUMA annotations and the

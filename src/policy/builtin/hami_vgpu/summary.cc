@@ -16,7 +16,7 @@ bool Fits(int64_t value) {
 
 VgpuSummary Summarize(const model::NodeInfo& node, NodeStateSlot slot,
                       std::string_view count_resource) {
-  VgpuSummary summary;
+  VgpuSummary summary{};
   NodeDevices devices;
   const std::optional<std::string_view> text = node.annotations.Find(kRegisterAnnotation);
   if (!text.has_value() || !DecodeRegister(*text, devices) || devices.size == 0) {
@@ -38,17 +38,21 @@ VgpuSummary Summarize(const model::NodeInfo& node, NodeStateSlot slot,
   for (size_t d = 0; d < static_cast<size_t>(facts.size); ++d) {
     const DeviceFacts& f = facts.devices[d];
     const DeviceUse& u = facts.use[d];
-    if (!Fits<int32_t>(f.memory) || !Fits<int32_t>(u.memory) || !Fits<int16_t>(f.cores) ||
-        !Fits<int16_t>(u.cores) || !Fits<uint8_t>(f.count) || !Fits<uint8_t>(u.used) ||
+    if (!Fits<int32_t>(f.memory) || !Fits<int32_t>(u.memory) || !Fits<uint8_t>(f.cores) ||
+        !Fits<uint8_t>(u.cores) || !Fits<uint8_t>(f.count) || !Fits<uint8_t>(u.used) ||
         !Fits<int8_t>(f.numa)) {
       return VgpuSummary{};
     }
-    summary.devices[d] = VgpuSummaryDevice{
-        static_cast<int32_t>(f.memory), static_cast<int32_t>(u.memory),
-        static_cast<int16_t>(f.cores),  static_cast<int16_t>(u.cores),
-        static_cast<uint8_t>(f.count),  static_cast<uint8_t>(u.used),
-        static_cast<int8_t>(f.numa),
-        static_cast<uint8_t>((f.healthy ? kHealthyFlag : 0) | (f.type_allowed ? 0 : kMigFlag))};
+    summary.memory[d] = static_cast<int32_t>(f.memory);
+    summary.used_memory[d] = static_cast<int32_t>(u.memory);
+    summary.cores[d] = static_cast<uint8_t>(f.cores);
+    summary.used_cores[d] = static_cast<uint8_t>(u.cores);
+    summary.count[d] = static_cast<uint8_t>(f.count);
+    summary.used[d] = static_cast<uint8_t>(u.used);
+    summary.numa[d] = static_cast<int8_t>(f.numa);
+    summary.healthy |= static_cast<uint8_t>(f.healthy ? 1U << d : 0U);
+    // With no rules, only MIG mode makes a device's type disallowed.
+    summary.mig |= static_cast<uint8_t>(f.type_allowed ? 0U : 1U << d);
   }
   summary.size = static_cast<uint8_t>(facts.size);
   summary.registered = true;
@@ -59,17 +63,16 @@ VgpuSummary Summarize(const model::NodeInfo& node, NodeStateSlot slot,
 void FactsOf(const VgpuSummary& summary, NodeFacts& out) {
   out.size = summary.size;
   for (size_t d = 0; d < summary.size; ++d) {
-    const VgpuSummaryDevice& s = summary.devices[d];
     // The index is only read at bind, which decodes the node.
-    out.devices[d] = DeviceFacts{s.count,
-                                 s.memory,
-                                 s.cores,
-                                 s.numa,
-                                 (s.flags & kHealthyFlag) != 0,
-                                 (s.flags & kMigFlag) == 0,
+    out.devices[d] = DeviceFacts{summary.count[d],
+                                 summary.memory[d],
+                                 summary.cores[d],
+                                 summary.numa[d],
+                                 ((summary.healthy >> d) & 1U) != 0,
+                                 ((summary.mig >> d) & 1U) == 0,
                                  true,
                                  static_cast<uint8_t>(d)};
-    out.use[d] = DeviceUse{s.used, s.used_memory, s.used_cores};
+    out.use[d] = DeviceUse{summary.used[d], summary.used_memory[d], summary.used_cores[d]};
   }
 }
 

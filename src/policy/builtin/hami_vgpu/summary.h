@@ -6,7 +6,7 @@
 // Why: without it every request decodes every node's register annotation
 // (about 100 bytes of text per device) and matches the counted usage to the
 // devices by UUID — over a microsecond per node of 8 GPUs, 6 ms a request at
-// 5,000 nodes. The summary is 144 bytes of numbers.
+// 5,000 nodes. The summary is 120 bytes of numbers.
 //
 // It holds no names, so it serves pods without type, UUID or mode rules
 // (PodRules::NamesDevices() false), and only common nodes: up to
@@ -31,31 +31,29 @@ namespace schedext::policy::hami {
 // NVIDIA devices a summary holds; 8 per node is the common maximum.
 inline constexpr int kSummaryDevices = 8;
 
-struct VgpuSummaryDevice {
-  int32_t memory = 0;
-  int32_t used_memory = 0;
-  int16_t cores = 0;
-  int16_t used_cores = 0;
-  uint8_t count = 0;
-  uint8_t used = 0;
-  int8_t numa = 0;
-  uint8_t flags = 0;  // kHealthyFlag | kMigFlag
-};
-inline constexpr uint8_t kHealthyFlag = 1;
-inline constexpr uint8_t kMigFlag = 2;
-
-// All zero (what the cache's bytes hold before a summarizer writes them)
-// reads as "not usable".
+// By device, in NodeFacts order. Narrow fields, arrays per field: 120 bytes,
+// so that the summary fits the node's summary bytes beside other policies'
+// (NodeResourcesFit's and GpuShare's together leave 136).
 struct VgpuSummary {
-  VgpuSummaryDevice devices[kSummaryDevices];
+  int32_t memory[kSummaryDevices];  // MiB
+  int32_t used_memory[kSummaryDevices];
+  uint8_t cores[kSummaryDevices];
+  uint8_t used_cores[kSummaryDevices];
+  uint8_t count[kSummaryDevices];  // split count
+  uint8_t used[kSummaryDevices];   // vGPUs
+  int8_t numa[kSummaryDevices];
+  uint8_t healthy = 0;  // bit d: device d is healthy
+  uint8_t mig = 0;      // bit d: device d runs in MIG mode
+  uint8_t size = 0;     // NVIDIA devices
+  // All zero (what the cache's bytes hold before a summarizer writes them)
+  // reads as not usable.
+  bool usable = false;  // false: decode the node instead
+  bool registered = false;  // the register annotation names at least one device
   // The devices are unusable from this Unix second on (a stale handshake
   // while the kubelet reports no count resource; protocol.h HandshakeStaleFrom).
   int64_t stale_from = std::numeric_limits<int64_t>::max();
-  uint8_t size = 0;         // NVIDIA devices
-  bool registered = false;  // the register annotation names at least one device
-  bool usable = false;      // false: decode the node instead
 };
-static_assert(sizeof(VgpuSummary) == 144, "VgpuSummary grew: check the NodeInfo lines it spans");
+static_assert(sizeof(VgpuSummary) == 120, "VgpuSummary grew: check that it still fits");
 
 // The summary of `node` with the usage counted in its state at `slot`;
 // `count_resource` is the profile's vGPU count resource (the handshake rule).
