@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -19,6 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "schedext/cli/commands.h"
 #include "schedext/config/config.h"
 #include "schedext/server/http_server.h"
 #include "schedext/server/metrics.h"
@@ -378,6 +380,57 @@ TEST_F(HttpsServerTest, WithoutClientCaAnyClientIsServed) {
       c.Request(BuildRequest("POST", "/filter", filter3_));
   ASSERT_TRUE(reply.has_value()) << c.error();
   EXPECT_EQ(reply->status, 200);
+}
+
+// `schedext why` over the main listener's TLS, as an operator runs it: with
+// the CA and a client certificate it gets the server's HTTP answer (this
+// test server has no explain routes: a 404 with its JSON Error); without the
+// client certificate the server refuses it, and why says what is missing;
+// trusting another CA it refuses the server.
+TEST_F(HttpsServerTest, WhyTalksTlsWithItsClientCertificate) {
+  TlsTestServer server(tls_);
+  ASSERT_TRUE(server.init().ok()) << server.init().ToString();
+  ASSERT_TRUE(WritePemFile(dir_.File("why.crt"), client_.cert_pem).ok());
+  ASSERT_TRUE(WritePemFile(dir_.File("why.key"), client_.key_pem).ok());
+  ASSERT_TRUE(WritePemFile(dir_.File("foreign-ca.crt"), foreign_ca_->cert_pem()).ok());
+  const std::string url = "https://127.0.0.1:" + std::to_string(server.port());
+  struct Run {
+    int code;
+    std::string out, err;
+  };
+  const auto why = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--server", url});
+    args.push_back("default/pending");
+    std::ostringstream out, err;
+    const int code = cli::WhyCommand(args, out, err);
+    return Run{code, out.str(), err.str()};
+  };
+
+  const Run trusted = why({"--ca-file", dir_.File("client-ca.crt"), "--cert-file",
+                           dir_.File("why.crt"), "--key-file", dir_.File("why.key")});
+  EXPECT_EQ(trusted.code, 1);
+  EXPECT_NE(trusted.err.find("/explain/pod/default/pending: HTTP 404: "), std::string::npos)
+      << trusted.err;
+  EXPECT_NE(trusted.err.find("\"Error\""), std::string::npos) << trusted.err;
+
+  const Run no_cert = why({"--ca-file", dir_.File("client-ca.crt")});
+  EXPECT_EQ(no_cert.code, 1);
+  EXPECT_EQ(no_cert.err.find(": HTTP "), std::string::npos) << no_cert.err;
+  EXPECT_NE(no_cert.err.find("wants --cert-file and --key-file"), std::string::npos)
+      << no_cert.err;
+
+  const Run foreign = why({"--ca-file", dir_.File("foreign-ca.crt"), "--cert-file",
+                           dir_.File("why.crt"), "--key-file", dir_.File("why.key")});
+  EXPECT_EQ(foreign.code, 1);
+  EXPECT_NE(foreign.err.find("the server's certificate is not signed by " +
+                             dir_.File("foreign-ca.crt")),
+            std::string::npos)
+      << foreign.err;
+
+  const Run plain_flags = why({"--cert-file", dir_.File("why.crt")});
+  EXPECT_EQ(plain_flags.code, 2);
+  EXPECT_NE(plain_flags.err.find("--cert-file and --key-file go together"), std::string::npos)
+      << plain_flags.err;
 }
 
 } // namespace
