@@ -101,7 +101,30 @@ Status BindCycle::Run(const Profile& profile, const BindTarget& t) const {
         "scheduler retries it)");
   }
 
-  // Step 2, bind, with the annotations in the same write.
+  // Step 2, the node locks the policies' device plugins expect, then bind,
+  // with the annotations in the same write.
+  const auto lock_request = [&](const policy::NodeLockSpec& lock) {
+    return cluster::NodeLockRequest{lock.annotation, t.node, t.pod_namespace, t.pod_name,
+                                    lock.expiry};
+  };
+  const auto unlock = [&](size_t taken) {
+    for (size_t i = taken; i > 0; --i) {
+      Status ignored = options_.binder->UnlockNode(lock_request(profile.node_locks()[i - 1]));
+      (void)ignored;  // a lock left behind expires; the device plugin's next pod takes it over
+    }
+  };
+  for (size_t i = 0; i < profile.node_locks().size(); ++i) {
+    const Status locked = options_.binder->LockNode(lock_request(profile.node_locks()[i]));
+    if (!locked.ok()) {
+      unlock(i);
+      if (reserved) {
+        Status ignored = cache->Forget(t.pod_uid);
+        (void)ignored;
+        unreserve();
+      }
+      return Status(locked.code(), prefix + ": " + locked.message());
+    }
+  }
   const Status bound = options_.binder->Bind(
       {t.pod_namespace, t.pod_name, t.pod_uid, t.node, annotations, t.not_after});
 
@@ -120,6 +143,9 @@ Status BindCycle::Run(const Profile& profile, const BindTarget& t) const {
       (void)ignored;
       unreserve();
     }
+  }
+  if (!may_exist) {
+    unlock(profile.node_locks().size());
   }
   if (may_exist && options_.on_bound) {
     if (pod != nullptr) {

@@ -107,6 +107,9 @@ StatusOr<std::shared_ptr<const Profile>> Profile::Build(const config::ProfileCon
     }
     if (reserver != nullptr) {
       profile->reservers_.push_back({name, reserver});
+      if (std::optional<policy::NodeLockSpec> lock = reserver->NodeLock()) {
+        profile->node_locks_.push_back(std::move(*lock));
+      }
     }
     profile->node_fields_ = profile->node_fields_ | p->NodeFieldsRead();
     profile->policies_.push_back(std::move(p));

@@ -4,11 +4,14 @@
 // in namespaces and on nodes of its own.
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -277,6 +280,107 @@ TEST_F(ClusterAnnotationApiTest, ABindingWithAStaleUidWritesNeitherNodeNorAnnota
   const json pod = GetPod("annotate", "recreated");
   EXPECT_EQ(pod["spec"].value("nodeName", ""), "");
   EXPECT_FALSE(pod["metadata"].contains("annotations")) << pod["metadata"].dump();
+}
+
+// HAMi's node lock (KubeBinder::LockNode, kube_node_lock.cc) on a real node:
+// taken once per pod and idempotent for it, refused to another pod while its
+// holder exists, released only by its holder, and free when it expired (an
+// offset time, as HAMi writes it outside UTC) or its pod is gone; a bare
+// time (older HAMi) holds until it expires; a malformed value is refused;
+// of eight binders racing for a free node exactly one gets it. (The RBAC
+// for it, deploy/hami/rbac.yaml, is used by HamiE2eTest; this test writes
+// as the administrator.)
+TEST_F(ClusterAnnotationApiTest, HamisNodeLockIsHeldByOnePodAtATime) {
+  ASSERT_TRUE(cp().Create("/api/v1/nodes", NodeJson("lock-1")).ok());
+  ASSERT_TRUE(cp().Create("/api/v1/nodes", NodeJson("lock-2")).ok());
+  for (const std::string name : {"a", "b", "c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7"}) {
+    ASSERT_FALSE(CreatePod("annotate", "lock-" + name).empty());
+  }
+  auto client = NewClient(cp().admin_kubeconfig());
+  ASSERT_NE(client, nullptr);
+  cluster::KubeBinder binder(*client);
+  const auto request = [](std::string_view node, std::string_view pod) {
+    return cluster::NodeLockRequest{"hami.io/mutex.lock", node, "annotate", pod, seconds(300)};
+  };
+  const auto lock_value = [](const std::string& node) {
+    auto r = cp().AdminRequest("GET", "/api/v1/nodes/" + node);
+    EXPECT_TRUE(r.ok() && r->status == 200);
+    if (!r.ok()) return std::string("<error>");
+    return json::parse(r->body)["metadata"]
+        .value("annotations", json::object())
+        .value("hami.io/mutex.lock", "<none>");
+  };
+  const auto set_lock = [](const std::string& node, const std::string& value) {
+    json patch;
+    patch["metadata"]["annotations"]["hami.io/mutex.lock"] = value;
+    auto r = cp().AdminRequest("PATCH", "/api/v1/nodes/" + node, patch.dump());
+    ASSERT_TRUE(r.ok() && r->status == 200) << (r.ok() ? r->body : r.status().ToString());
+  };
+  const auto now_rfc3339 = [] {
+    const std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return std::string(buf);
+  };
+
+  Status a = binder.LockNode(request("lock-1", "lock-a"));
+  ASSERT_TRUE(a.ok()) << a.ToString();
+  const std::string held = lock_value("lock-1");
+  EXPECT_TRUE(std::regex_match(held, std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ,annotate,lock-a)")))
+      << held;
+  Status again = binder.LockNode(request("lock-1", "lock-a"));
+  EXPECT_TRUE(again.ok()) << again.ToString();
+  EXPECT_EQ(lock_value("lock-1"), held);
+
+  Status b = binder.LockNode(request("lock-1", "lock-b"));
+  EXPECT_EQ(b.code(), StatusCode::kFailedPrecondition) << b.ToString();
+  EXPECT_NE(b.message().find("held by annotate/lock-a since "), std::string::npos) << b.message();
+  EXPECT_TRUE(binder.UnlockNode(request("lock-1", "lock-b")).ok());
+  EXPECT_EQ(lock_value("lock-1"), held);
+  EXPECT_TRUE(binder.UnlockNode(request("lock-1", "lock-a")).ok());
+  EXPECT_EQ(lock_value("lock-1"), "<none>");
+
+  // Expired (written at 2020-01-01 00:00 in UTC+8), its pod still there.
+  set_lock("lock-1", "2020-01-01T08:00:00+08:00,annotate,lock-a");
+  Status expired = binder.LockNode(request("lock-1", "lock-b"));
+  EXPECT_TRUE(expired.ok()) << expired.ToString();
+  EXPECT_NE(lock_value("lock-1").find(",annotate,lock-b"), std::string::npos);
+  // Fresh, but its pod does not exist.
+  set_lock("lock-1", now_rfc3339() + ",annotate,lock-gone");
+  Status dangling = binder.LockNode(request("lock-1", "lock-a"));
+  EXPECT_TRUE(dangling.ok()) << dangling.ToString();
+  EXPECT_NE(lock_value("lock-1").find(",annotate,lock-a"), std::string::npos);
+  // A bare fresh time names no pod: it holds until it expires.
+  set_lock("lock-1", now_rfc3339());
+  Status bare = binder.LockNode(request("lock-1", "lock-a"));
+  EXPECT_EQ(bare.code(), StatusCode::kFailedPrecondition) << bare.ToString();
+  EXPECT_NE(bare.message().find("held by a pod"), std::string::npos) << bare.message();
+  set_lock("lock-1", "yesterday,annotate,lock-a");
+  Status malformed = binder.LockNode(request("lock-1", "lock-b"));
+  EXPECT_EQ(malformed.code(), StatusCode::kFailedPrecondition) << malformed.ToString();
+  EXPECT_NE(malformed.message().find("malformed lock \"yesterday,annotate,lock-a\""),
+            std::string::npos)
+      << malformed.message();
+
+  // Eight binders at once on a free node: the resourceVersion lets one in.
+  std::vector<std::thread> racers;
+  std::atomic<int> won{0}, refused{0};
+  for (int i = 0; i < 8; ++i) {
+    racers.emplace_back([&, i] {
+      const std::string pod = "lock-c" + std::to_string(i);
+      const Status s = binder.LockNode(request("lock-2", pod));
+      (s.ok() ? won : refused)++;
+      if (!s.ok()) {
+        EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+      }
+    });
+  }
+  for (std::thread& t : racers) t.join();
+  EXPECT_EQ(won.load(), 1);
+  EXPECT_EQ(refused.load(), 7);
+  EXPECT_NE(lock_value("lock-2").find(",annotate,lock-c"), std::string::npos);
 }
 
 TEST_F(ClusterApiTest, AnExpiredContinueTokenRestartsTheList) {

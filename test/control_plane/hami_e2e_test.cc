@@ -8,12 +8,19 @@
 //
 // Asserted: where each vGPU pod lands; the exact HAMi annotations schedext
 // writes before its Binding (what HAMi's device plugin allocates from); that
-// no device holds more than its memory or split count; that a pod fitting
-// no device stays Pending with FailedScheduling counting nodes per fixed
-// reason; that deleting a pod frees its device for the pending one.
+// every bind first took HAMi's node lock naming its pod, one pod at a time
+// per node (a stand-in for the device plugin releases it once the pod is
+// bound, as the plugin does after allocating); that no device holds more
+// than its memory or split count; that a pod fitting no device stays Pending
+// with FailedScheduling counting nodes per fixed reason; that deleting a pod
+// frees its device for the pending one.
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <mutex>
+#include <thread>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -35,7 +42,7 @@ class HamiE2eTest : public E2eSuite {
   static void SetUpTestSuite() {
     ControlPlaneOptions options;
     options.rbac_manifests = {"deploy/base/namespace.yaml", "deploy/base/serviceaccount.yaml",
-                              "deploy/base/rbac.yaml"};
+                              "deploy/base/rbac.yaml", "deploy/hami/rbac.yaml"};
     StartE2e(std::move(options), [] { return ReadSourceFile("deploy/hami/schedext.yaml"); });
   }
 
@@ -131,6 +138,77 @@ class HamiE2eTest : public E2eSuite {
     }
   }
 
+  // HAMi's device plugin, as far as the node lock goes: while running, it
+  // polls `node` and, when hami.io/mutex.lock names a pod that is bound
+  // there, records that pod and removes the lock (as the plugin does once
+  // it has allocated). A lock naming a pod that is not bound yet stays.
+  class LockReleaser {
+   public:
+    LockReleaser(const ControlPlane& cp, std::string node) : cp_(cp), node_(std::move(node)) {
+      thread_ = std::thread([this] { Run(); });
+    }
+    ~LockReleaser() {
+      stop_ = true;
+      thread_.join();
+    }
+    std::vector<std::string> holders() const {
+      std::lock_guard<std::mutex> lock(mu_);
+      return holders_;
+    }
+    std::vector<std::string> errors() const {
+      std::lock_guard<std::mutex> lock(mu_);
+      return errors_;
+    }
+
+   private:
+    void Run() {
+      while (!stop_) {
+        Poll();
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    }
+    void Poll() {
+      const auto node = cp_.AdminRequest("GET", "/api/v1/nodes/" + node_);
+      if (!node.ok() || node->status != 200) return;
+      const json n = json::parse(node->body, nullptr, false);
+      const std::string value =
+          n["metadata"].value("annotations", json::object()).value("hami.io/mutex.lock", "");
+      if (value.empty()) return;
+      const size_t c1 = value.find(',');
+      const size_t c2 = value.find(',', c1 == std::string::npos ? c1 : c1 + 1);
+      if (c1 == std::string::npos || c2 == std::string::npos) {
+        Error("malformed lock " + value);
+        return;
+      }
+      const std::string pod_ns = value.substr(c1 + 1, c2 - c1 - 1);
+      const std::string pod_name = value.substr(c2 + 1);
+      const auto pod =
+          cp_.AdminRequest("GET", "/api/v1/namespaces/" + pod_ns + "/pods/" + pod_name);
+      if (!pod.ok() || pod->status != 200) return;
+      if (json::parse(pod->body, nullptr, false)["spec"].value("nodeName", "") != node_) return;
+      json release;
+      release["metadata"]["resourceVersion"] = n["metadata"].value("resourceVersion", "");
+      release["metadata"]["annotations"]["hami.io/mutex.lock"] = nullptr;
+      const auto r = cp_.AdminRequest("PATCH", "/api/v1/nodes/" + node_, release.dump());
+      if (r.ok() && r->status == 200) {
+        std::lock_guard<std::mutex> lock(mu_);
+        holders_.push_back(pod_name);
+      }
+    }
+    void Error(std::string e) {
+      std::lock_guard<std::mutex> lock(mu_);
+      errors_.push_back(std::move(e));
+    }
+
+    const ControlPlane& cp_;
+    const std::string node_;
+    std::atomic<bool> stop_{false};
+    mutable std::mutex mu_;
+    std::vector<std::string> holders_;
+    std::vector<std::string> errors_;
+    std::thread thread_;
+  };
+
   static int64_t NowS() {
     return std::chrono::duration_cast<std::chrono::seconds>(
                std::chrono::system_clock::now().time_since_epoch())
@@ -150,6 +228,7 @@ class HamiE2eTest : public E2eSuite {
 TEST_F(HamiE2eTest, VgpuPodsGetHamisAnnotationsAndNoDeviceOverflows) {
   ASSERT_NO_FATAL_FAILURE(AddVgpuNode("a", 2, 4, 8000));
   ASSERT_NO_FATAL_FAILURE(AddVgpuNode("bare", 0, 0, 0));
+  LockReleaser plugin(cp(), Node("a"));
   const std::vector<std::string> first = {"p0", "p1", "p2", "p3"};
   for (const std::string& name : first) {
     ASSERT_NO_FATAL_FAILURE(CreateVgpuPod(name, 3000));
@@ -179,6 +258,23 @@ TEST_F(HamiE2eTest, VgpuPodsGetHamisAnnotationsAndNoDeviceOverflows) {
   ASSERT_EQ(late.size(), 1U);
   EXPECT_EQ(late.at("late"), freed);
   ExpectNoDeviceOverAllocated();
+
+  // Every bound pod held the node lock in turn (the releaser saw each one
+  // holding it once bound), and the last lock is released.
+  const auto released = [&] {
+    const auto n = cp().AdminRequest("GET", "/api/v1/nodes/" + Node("a"));
+    return n.ok() && json::parse(n->body, nullptr, false)["metadata"]
+                         .value("annotations", json::object())
+                         .count("hami.io/mutex.lock") == 0;
+  };
+  for (int i = 0; i < 100 && !released(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(released());
+  std::vector<std::string> holders = plugin.holders();
+  std::sort(holders.begin(), holders.end());
+  EXPECT_EQ(holders, (std::vector<std::string>{"late", "p0", "p1", "p2", "p3"}));
+  EXPECT_TRUE(plugin.errors().empty()) << ::testing::PrintToString(plugin.errors());
 }
 
 }  // namespace

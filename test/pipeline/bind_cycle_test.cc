@@ -9,6 +9,7 @@
 #include <chrono>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,11 +26,13 @@ using test::NodeBuilder;
 using test::PodBuilder;
 using test::TestArena;
 
-// Records Reserve/Unreserve into a shared log; refuses when `refuse`.
+// Records Reserve/Unreserve into a shared log; refuses when `refuse`; asks
+// for the node lock `lock` when set.
 class Recorder final : public policy::Policy, public policy::ReserveHook {
  public:
-  Recorder(std::string name, std::vector<std::string>& log, bool refuse)
-      : name_(std::move(name)), log_(log), refuse_(refuse) {}
+  Recorder(std::string name, std::vector<std::string>& log, bool refuse,
+           std::optional<policy::NodeLockSpec> lock = std::nullopt)
+      : name_(std::move(name)), log_(log), refuse_(refuse), lock_(std::move(lock)) {}
   std::string_view Name() const override { return name_; }
   const policy::ReserveHook* AsReserver() const override { return this; }
   Status Reserve(const model::PodInfo& pod, const model::NodeInfo& node,
@@ -44,11 +47,13 @@ class Recorder final : public policy::Policy, public policy::ReserveHook {
   void Unreserve(const model::PodInfo& pod, std::string_view node) const override {
     log_.push_back("unreserve " + name_ + " " + std::string(pod.name) + "@" + std::string(node));
   }
+  std::optional<policy::NodeLockSpec> NodeLock() const override { return lock_; }
 
  private:
   std::string name_;
   std::vector<std::string>& log_;
   bool refuse_;
+  std::optional<policy::NodeLockSpec> lock_;
 };
 
 // Records what each Bind was asked to write.
@@ -63,7 +68,19 @@ class FakeBinder final : public cluster::PodBinder {
     not_after = request.not_after;
     return answer;
   }
+  Status LockNode(const cluster::NodeLockRequest& r) override {
+    calls.push_back("lock " + std::string(r.annotation) + " " + std::string(r.node) + " " +
+                    std::string(r.pod_namespace) + "/" + std::string(r.pod_name) + " " +
+                    std::to_string(r.expiry.count()) + "s");
+    return lock_answer;
+  }
+  Status UnlockNode(const cluster::NodeLockRequest& r) override {
+    calls.push_back("unlock " + std::string(r.annotation) + " " + std::string(r.node) + " " +
+                    std::string(r.pod_namespace) + "/" + std::string(r.pod_name));
+    return OkStatus();
+  }
   Status answer;
+  Status lock_answer;
   std::chrono::steady_clock::time_point not_after;
   std::vector<std::string> calls;
 };
@@ -89,17 +106,23 @@ class BindCycleTest : public ::testing::Test {
     ASSERT_TRUE(cache_.Synced());
   }
 
-  // A profile of Recorders "a" and "b" (b refusing when `b_refuses`).
-  std::shared_ptr<const Profile> MakeProfile(bool b_refuses) {
+  // A profile of Recorders "a" and "b" (b refusing when `b_refuses`, a
+  // asking for the node lock example.com/lock when `a_locks`).
+  std::shared_ptr<const Profile> MakeProfile(bool b_refuses, bool a_locks = false) {
     policy::Registry registry;
     for (const std::string name : {"a", "b"}) {
       const bool refuse = name == "b" && b_refuses;
+      std::optional<policy::NodeLockSpec> lock;
+      if (name == "a" && a_locks) {
+        lock = policy::NodeLockSpec{"example.com/lock", std::chrono::seconds(300)};
+      }
       EXPECT_TRUE(registry
                       .Register(name,
-                                [this, name, refuse](const json&, const policy::PolicyContext&)
+                                [this, name, refuse, lock](const json&,
+                                                           const policy::PolicyContext&)
                                     -> StatusOr<std::unique_ptr<policy::Policy>> {
                                   return std::unique_ptr<policy::Policy>(
-                                      new Recorder(name, log_, refuse));
+                                      new Recorder(name, log_, refuse, lock));
                                 })
                       .ok());
     }
@@ -205,6 +228,44 @@ TEST_F(BindCycleTest, ATimedOutBindingKeepsTheReservationAndCountsAsBound) {
   EXPECT_EQ(log_, (std::vector<std::string>{"reserve a web@n1", "reserve b web@n1"}));
   EXPECT_EQ(bound_, std::vector<std::string>{"web@n1 a=yes"});
   EXPECT_TRUE(cache_.snapshot()->IsAssumed("uid-web"));
+}
+
+TEST_F(BindCycleTest, ANodeLockIsTakenBeforeTheBindingAndLeftToTheDevicePlugin) {
+  auto profile = MakeProfile(/*b_refuses=*/false, /*a_locks=*/true);
+  ASSERT_NE(profile, nullptr);
+  const Status s = MakeCycle().Run(*profile, kTarget);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(binder_.calls,
+            (std::vector<std::string>{"lock example.com/lock n1 default/web 300s",
+                                      "web@n1 example.com/a=yes example.com/b=yes"}));
+  EXPECT_TRUE(cache_.snapshot()->IsAssumed("uid-web"));
+}
+
+TEST_F(BindCycleTest, ANodeLockHeldElsewhereFailsTheBindBeforeTheBinding) {
+  auto profile = MakeProfile(/*b_refuses=*/false, /*a_locks=*/true);
+  ASSERT_NE(profile, nullptr);
+  binder_.lock_answer = FailedPreconditionError("held by default/other");
+  const Status s = MakeCycle().Run(*profile, kTarget);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s.message(), "bind default/web to n1: held by default/other");
+  EXPECT_EQ(binder_.calls, std::vector<std::string>{"lock example.com/lock n1 default/web 300s"});
+  EXPECT_EQ(log_, (std::vector<std::string>{"reserve a web@n1", "reserve b web@n1",
+                                            "unreserve b web@n1", "unreserve a web@n1"}));
+  EXPECT_TRUE(bound_.empty());
+  EXPECT_FALSE(cache_.snapshot()->IsAssumed("uid-web"));
+}
+
+TEST_F(BindCycleTest, AFailedBindingReleasesTheNodeLock) {
+  auto profile = MakeProfile(/*b_refuses=*/false, /*a_locks=*/true);
+  ASSERT_NE(profile, nullptr);
+  binder_.answer = UnavailableError("api server: 500");
+  const Status s = MakeCycle().Run(*profile, kTarget);
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(binder_.calls,
+            (std::vector<std::string>{"lock example.com/lock n1 default/web 300s",
+                                      "web@n1 example.com/a=yes example.com/b=yes",
+                                      "unlock example.com/lock n1 default/web"}));
+  EXPECT_FALSE(cache_.snapshot()->IsAssumed("uid-web"));
 }
 
 TEST(BindCycleNoClusterTest, WithoutABinderEveryBindFails) {

@@ -50,6 +50,12 @@ class KubeBinder final : public PodBinder {
 
   // PodBinder
   Status Bind(const BindRequest& request) override;
+  // kube_node_lock.cc: GET the node, then a JSON merge patch of the
+  // annotation carrying the node's resourceVersion (409 on a concurrent
+  // write: read again and retry, a few times). A lock held by another pod
+  // is checked for that pod (GET; 404 frees the lock).
+  Status LockNode(const NodeLockRequest& request) override;
+  Status UnlockNode(const NodeLockRequest& request) override;
 
   // The JSON body of the Binding for `request` (exposed for tests).
   static std::string BindingBody(const BindRequest& request);

@@ -9,15 +9,19 @@
 //      annotations the hooks asked for, so per-node policy state
 //      (NodeAccounting) counts it where the annotations will say — and two
 //      binds in flight cannot both take the last room;
-//   2. bind: create the Binding (PodBinder), with no lock held, carrying the
-//      hooks' annotations in its metadata: kube-apiserver sets them on the
-//      pod in the same write as spec.nodeName, so the pod is never bound
-//      without them and never keeps them unbound — one write, nothing to
-//      roll back;
+//   2. bind: with no lock of schedext's held, first take the node locks the
+//      ReserveHooks ask for (ReserveHook::NodeLock, PodBinder::LockNode: a
+//      device plugin's mutex annotation on the Node, HAMi's) — a lock held
+//      by another pod fails the bind here, having written nothing else, and
+//      the scheduler retries the pod; then create the Binding (PodBinder),
+//      carrying the hooks' annotations in its metadata: kube-apiserver sets
+//      them on the pod in the same write as spec.nodeName, so the pod is
+//      never bound without them and never keeps them unbound. The device
+//      plugin releases the locks once it has allocated the pod;
 //   3. confirm (ClusterCache::FinishBinding, the reservation's TTL starts;
 //      the watch then replaces it with the API's object) and tell the
-//      pod-bound observers — or forget: drop the reservation and Unreserve
-//      the hooks.
+//      pod-bound observers — or forget: drop the reservation, release the
+//      node locks and Unreserve the hooks.
 //
 // Outcomes, as ExtenderService answers them (each an Error of a 200 reply,
 // prefixed "bind <ns>/<name> to <node>: "):
@@ -28,6 +32,8 @@
 //   no reservation possible (no cache, no uid, pod or node not in the cache,
 //   cache not synced): a profile without ReserveHooks binds anyway (the watch
 //   counts the pod); one with them refuses ("cannot reserve the pod ...")
+//   node lock held by another pod  "lock node <node> (<annotation>): held by
+//                                  <ns>/<pod> since <time> ..." (nothing written)
 //   past target.not_after          "too late: ..." (kUnavailable, nothing
 //                                  written), checked on entry and again by the
 //                                  client before the Binding goes out

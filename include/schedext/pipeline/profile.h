@@ -147,6 +147,9 @@ class Profile {
   // Some policy annotates pods at bind: bind must not happen without a
   // reservation in the cluster cache.
   bool has_reservers() const { return !reservers_.empty(); }
+  // The node locks the ReserveHooks ask for (ReserveHook::NodeLock), in
+  // configured order: the bind cycle takes them around the Binding.
+  std::span<const policy::NodeLockSpec> node_locks() const { return node_locks_; }
   bool has_scorers() const { return !scorers_.empty(); }
 
  private:
@@ -184,6 +187,7 @@ class Profile {
   std::vector<WeightedScorer> scorers_;
   std::vector<NamedPreempter> preempters_;
   std::vector<NamedReserver> reservers_;
+  std::vector<policy::NodeLockSpec> node_locks_;
   int64_t total_weight_ = 0;
   model::NodeFields node_fields_ = model::NodeFields::kNone;
   // What the per-node loops prefetch of each NodeInfo: its first line (usage,

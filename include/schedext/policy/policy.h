@@ -8,7 +8,9 @@
 #ifndef SCHEDEXT_POLICY_POLICY_H_
 #define SCHEDEXT_POLICY_POLICY_H_
 
+#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -105,6 +107,15 @@ class PreemptHook {
 // Annotations a ReserveHook wants on the pod, key → value (owned text).
 using PodAnnotations = std::vector<std::pair<std::string, std::string>>;
 
+// A node-wide lock that a device plugin expects the binder to hold from
+// before the Binding until it has allocated the pod (HAMi's
+// hami.io/mutex.lock): an annotation on the Node naming the pod; one older
+// than `expiry` no longer counts. cluster::PodBinder::LockNode takes it.
+struct NodeLockSpec {
+  std::string annotation;
+  std::chrono::seconds expiry{0};
+};
+
 class ReserveHook {
  public:
   virtual ~ReserveHook() = default;
@@ -125,6 +136,12 @@ class ReserveHook {
   // cycle, and no annotation was written. Called without any lock held, at most once per successful
   // Reserve. Default: nothing to undo.
   virtual void Unreserve(const model::PodInfo& /*pod*/, std::string_view /*node*/) const {}
+  // The node lock this policy's pods need at bind, if any. The bind cycle
+  // takes it after every Reserve succeeded and before the Binding, fails the
+  // bind (the scheduler retries the pod) while another pod holds it, and
+  // releases it if the Binding fails; once bound, the device plugin releases
+  // it. Default: none.
+  virtual std::optional<NodeLockSpec> NodeLock() const { return std::nullopt; }
 };
 
 class Policy {

@@ -195,6 +195,11 @@ class HamiVgpu final : public Policy, public FilterHook, public ScoreHook, publi
     return OkStatus();
   }
 
+  std::optional<NodeLockSpec> NodeLock() const override {
+    return NodeLockSpec{std::string(hami::kNodeLockAnnotation),
+                        std::chrono::seconds(hami::kNodeLockExpirySeconds)};
+  }
+
  private:
   const void* Key() const { return static_cast<const FilterHook*>(this); }
 

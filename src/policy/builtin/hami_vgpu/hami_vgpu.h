@@ -42,7 +42,10 @@
 // per init then regular container, "uuid,NVIDIA,mem,cores:" per device),
 // hami.io/vgpu-node (the node), hami.io/vgpu-time and hami.io/bind-time (Unix
 // seconds), hami.io/bind-phase "allocating". Refuses (kFailedPrecondition)
-// when the pod no longer fits. It takes no node lock (docs/hami.md).
+// when the pod no longer fits. The bind cycle then takes HAMi's node lock
+// (NodeLock: hami.io/mutex.lock, "<RFC3339 time>,<namespace>,<pod>", free
+// after 5 minutes) before the Binding, as HAMi's scheduler does: the device
+// plugin finds the pod to allocate through it and releases it.
 #ifndef SCHEDEXT_POLICY_BUILTIN_HAMI_VGPU_HAMI_VGPU_H_
 #define SCHEDEXT_POLICY_BUILTIN_HAMI_VGPU_HAMI_VGPU_H_
 

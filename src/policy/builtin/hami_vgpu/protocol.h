@@ -32,6 +32,11 @@ inline constexpr std::string_view kAssignedTimeAnnotation = "hami.io/vgpu-time";
 inline constexpr std::string_view kBindTimeAnnotation = "hami.io/bind-time";
 inline constexpr std::string_view kBindPhaseAnnotation = "hami.io/bind-phase";
 inline constexpr std::string_view kBindPhaseAllocating = "allocating";
+// pkg/util/nodelock: the node lock HAMi's scheduler takes before binding and
+// its device plugin releases after allocating; older than this, it is free
+// (NodeLockTimeout, HAMI_NODELOCK_EXPIRE's default).
+inline constexpr std::string_view kNodeLockAnnotation = "hami.io/mutex.lock";
+inline constexpr int64_t kNodeLockExpirySeconds = 300;
 inline constexpr std::string_view kUseTypeAnnotation = "nvidia.com/use-gputype";
 inline constexpr std::string_view kNoUseTypeAnnotation = "nvidia.com/nouse-gputype";
 inline constexpr std::string_view kUseUuidAnnotation = "nvidia.com/use-gpuuuid";
