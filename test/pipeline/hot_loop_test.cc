@@ -91,13 +91,24 @@ std::string NodeJson(size_t i) {
   } else if (i % 17 == 8) {
     gpus = R"(,"aliyun.com/gpu-count":"1","aliyun.com/gpu-mem":"4")";
   }
+  // HAMi vGPUs: two 40,000 MiB devices split 4 ways; some nodes none, some
+  // too small for the request's 20,000 MiB.
+  std::string hami;
+  if (i % 11 != 4) {
+    const std::string memory = i % 8 == 2 ? "10000" : "40000";
+    for (int d = 0; d < 2; ++d) {
+      hami += "GPU-" + name + "-" + std::to_string(d) + ",4," + memory + ",100,NVIDIA-A100,0,true," +
+              std::to_string(d) + ",hami-core:";
+    }
+    hami = R"(,"hami.io/node-nvidia-register":")" + hami + R"(")";
+  }
   const std::string resources =
       R"({"cpu":"8","memory":"32Gi","pods":"110","ephemeral-storage":"100Gi",)"
       R"("hugepages-1Gi":"0","hugepages-2Mi":"0","attachable-volumes-aws-ebs":"25")" +
       gpus + "}";
   return R"({"metadata":{"name":")" + name + R"(","uid":"uid-)" + std::to_string(i) +
          R"(","resourceVersion":"1","labels":{)" + labels +
-         R"(},"annotations":{"node.alpha.kubernetes.io/ttl":"0"}},"spec":)" + spec +
+         R"(},"annotations":{"node.alpha.kubernetes.io/ttl":"0")" + hami + R"(}},"spec":)" + spec +
          R"(,"status":{"capacity":)" + resources + R"(,"allocatable":)" + resources +
          R"(,"conditions":[{"type":"MemoryPressure","status":"False"},)"
          R"({"type":"DiskPressure","status":"False"},{"type":"PIDPressure","status":"False"},)"
@@ -106,13 +117,14 @@ std::string NodeJson(size_t i) {
 }
 
 // A bound pod; every other one holds 4 GiB on GPU 0 or 1 (device-plugin
-// annotations).
+// annotations) and 20,000 MiB of HAMi device 0 or 1.
 std::string PodJson(size_t i, size_t node) {
   std::string annotations;
   std::string gpu;
   if (i % 2 == 0) {
     annotations = R"(,"annotations":{"ALIYUN_COM_GPU_MEM_IDX":")" + std::to_string(i % 4 / 2) +
-                  R"(","ALIYUN_COM_GPU_MEM_POD":"4"})";
+                  R"(","ALIYUN_COM_GPU_MEM_POD":"4","hami.io/vgpu-devices-allocated":"GPU-)" +
+                  NodeName(node) + "-" + std::to_string(i % 4 / 2) + R"(,NVIDIA,20000,0:;"})";
     gpu = R"(,"limits":{"aliyun.com/gpu-mem":"4"})";
   }
   return R"({"metadata":{"name":"pod-)" + std::to_string(i) +
@@ -130,8 +142,9 @@ std::string List(const std::vector<std::string>& items) {
   return out + "]}";
 }
 
-// The filter request of a pod asking for 4 GiB of GPU memory (the
-// benchmark's GPU pod; the other profiles ignore the GPU limit).
+// The filter request of a pod asking for 4 GiB of GPU memory and one HAMi
+// vGPU of 20,000 MiB (the benchmark's GPU pods; the other profiles ignore
+// GPU limits).
 std::string RequestJson() {
   std::string names;
   for (size_t i = 0; i < kNodes; ++i) {
@@ -139,7 +152,8 @@ std::string RequestJson() {
   }
   return R"({"Pod":{"metadata":{"name":"p","namespace":"default","uid":"req-uid"},)"
          R"("spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"500m",)"
-         R"("memory":"1Gi"},"limits":{"aliyun.com/gpu-mem":"4"}}}],)"
+         R"("memory":"1Gi"},"limits":{"aliyun.com/gpu-mem":"4","nvidia.com/gpu":"1",)"
+         R"("nvidia.com/gpumem":"20000"}}}],)"
          R"("tolerations":[{"key":"dedicated","operator":"Equal","value":"other"}]}},)"
          R"("NodeNames":[)" +
          names + "]}";
@@ -160,7 +174,7 @@ class HotLoopTest : public ::testing::Test {
       profiles_.push_back(*profile);
     }
     names_->Freeze();
-    ASSERT_EQ(profiles_.size(), 4U);  // default, resources, gpushare, labels
+    ASSERT_EQ(profiles_.size(), 5U);  // default, resources, gpushare, hami, labels
 
     with_ids_ = MakeCache(names_);
     without_ids_ = MakeCache(nullptr);
@@ -395,7 +409,7 @@ TEST_F(HotLoopTest, NoAllocationOrLockPerNode) {
     if (profile->name() != "resources") {
       EXPECT_GT(rejected, 0U) << "the nodes should exercise the rejection paths";
     }
-    if (profile->name() == "gpushare") {
+    if (profile->name() == "gpushare" || profile->name() == "hami") {
       // Both kinds: no GPU at all / too small (unresolvable), full (failed).
       EXPECT_GT(out.failed.size(), 0U);
       EXPECT_GT(out.unresolvable.size(), 0U);

@@ -62,8 +62,10 @@ struct NodeUsage {
 
 // Bytes of NodeInfo::summary: what the policies' node summaries may use in
 // all (policy/node_summary.h). With the members before them they fill the
-// NodeInfo's first five cache lines.
-inline constexpr size_t kNodeSummaryBytes = 264;
+// NodeInfo's first six cache lines: room for every built-in summary at once
+// (NodeResourcesFit 80, GpuShare 48, HamiVgpu 120, NodeLabel and NodeNumeric
+// 16 each), as bench/prod-profiles.yaml configures them.
+inline constexpr size_t kNodeSummaryBytes = 328;
 
 // Aligned to a cache line so that its first lines hold exactly what the
 // per-node loops read: usage, taints, conditions, then the summaries.

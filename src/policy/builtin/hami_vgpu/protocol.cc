@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <limits>
 
+#include "common/civil_time.h"
+
 namespace schedext::policy::hami {
 namespace {
 
@@ -377,44 +379,6 @@ bool DecodeText(std::string_view text, NodeDevices& out) {
   return true;
 }
 
-// Days from 1970-01-01 to y-m-d (proleptic Gregorian).
-int64_t DaysFromCivil(int64_t y, int64_t m, int64_t d) {
-  y -= m <= 2 ? 1 : 0;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const int64_t yoe = y - era * 400;
-  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
-}
-
-// "YYYY-MM-DD hh:mm:ss" (Go's time.DateTime) as UTC Unix seconds.
-bool ParseDateTime(std::string_view s, int64_t& out) {
-  if (s.size() != 19 || s[4] != '-' || s[7] != '-' || s[10] != ' ' || s[13] != ':' ||
-      s[16] != ':') {
-    return false;
-  }
-  const auto digits = [&](size_t at, size_t len, int64_t& v) {
-    v = 0;
-    for (size_t i = at; i < at + len; ++i) {
-      if (s[i] < '0' || s[i] > '9') {
-        return false;
-      }
-      v = v * 10 + (s[i] - '0');
-    }
-    return true;
-  };
-  int64_t y = 0, mo = 0, d = 0, h = 0, mi = 0, se = 0;
-  if (!digits(0, 4, y) || !digits(5, 2, mo) || !digits(8, 2, d) || !digits(11, 2, h) ||
-      !digits(14, 2, mi) || !digits(17, 2, se)) {
-    return false;
-  }
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 59) {
-    return false;
-  }
-  out = DaysFromCivil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se;
-  return true;
-}
-
 }  // namespace
 
 bool ParseInt64(std::string_view text, int64_t& out) {
@@ -459,7 +423,7 @@ int64_t HandshakeStaleFrom(std::string_view value) {
     return kNever;
   }
   int64_t written = 0;
-  if (!ParseDateTime(value.substr(underscore + 1), written)) {
+  if (!ParseCivilDateTime(value.substr(underscore + 1), ' ', written)) {
     return kNever;
   }
   return written + kHandshakeTimeoutSeconds;
