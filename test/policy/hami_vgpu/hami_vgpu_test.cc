@@ -308,6 +308,44 @@ TEST(HamiVgpuTest, ReserveEncodesEveryContainer) {
             ";GPU-2,NVIDIA,8192,0:GPU-1,NVIDIA,16384,0:;;GPU-2,NVIDIA,100,0:;");
 }
 
+// Explain's per-node detail: the freest device against the largest vGPU the
+// pod asks for, "short by" when memory is missing (what the
+// SchedextUnschedulable event ranks nearest nodes by), and why a node has
+// no devices.
+TEST(HamiVgpuTest, DetailNamesTheFreestDeviceAndTheShortfall) {
+  TestArena arena;
+  std::unique_ptr<Policy> policy = MustCreate("{}");
+  const model::NodeInfo node =
+      GpuNode(arena, "n", kThreeGpus,
+              {Placed(arena, "GPU-0,NVIDIA,30000,20:;"), Placed(arena, "GPU-1,NVIDIA,20000,0:;")});
+  const auto detail = [&](const model::PodInfo& pod, const model::NodeInfo& n) {
+    RequestState state;
+    EXPECT_TRUE(policy->AsFilter()->PreFilter(state, pod).ok());
+    return policy->AsFilter()->Detail(state, pod, n);
+  };
+  // 12768 MiB free on GPU-1 (of 32768), 16384 on the T4: the T4 is freest.
+  const model::PodInfo big = VgpuPod(arena, 1, 20000);
+  EXPECT_EQ(RunFilter(*policy, big, node).second, "Insufficient nvidia.com/gpumem");
+  EXPECT_EQ(detail(big, node),
+            "3 NVIDIA device(s); the freest usable one has 16384 of 16384 MiB, 100 of 100 cores "
+            "and 2 of 2 vGPUs free; the pod asks up to 20000 MiB for one vGPU, short by 3616 MiB");
+  // A percentage is of the freest device's memory.
+  const model::PodInfo half = PodBuilder(arena)
+                                  .Name("half")
+                                  .Container({}, {{"nvidia.com/gpu", 1},
+                                                  {"nvidia.com/gpumem-percentage", 50},
+                                                  {"nvidia.com/gpucores", 0}})
+                                  .Build();
+  EXPECT_EQ(detail(half, node),
+            "3 NVIDIA device(s); the freest usable one has 16384 of 16384 MiB, 100 of 100 cores "
+            "and 2 of 2 vGPUs free; the pod asks up to 8192 MiB for one vGPU");
+  EXPECT_EQ(detail(big, GpuNode(arena, "bare", "")),
+            "no hami.io/node-nvidia-register annotation");
+  EXPECT_EQ(detail(big, GpuNode(arena, "stale", kThreeGpus, {}, "Deleted_2024-01-01 00:00:00")),
+            "the device plugin's hami.io/node-handshake is stale and allocatable nvidia.com/gpu "
+            "is 0");
+}
+
 TEST(HamiVgpuTest, ReservationsCountAndReleaseThroughTheAccounting) {
   TestArena arena;
   std::unique_ptr<Policy> policy = MustCreate("{}");

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <limits>
@@ -117,6 +118,82 @@ class HamiVgpu final : public Policy, public FilterHook, public ScoreHook, publi
     }
     return hami::Unresolvable(fit.misfit) ? Verdict::Unresolvable(hami::Reason(fit.misfit))
                                           : Verdict::Unschedulable(hami::Reason(fit.misfit));
+  }
+
+  // Explain's per-node text for a rejected node: why it has no devices, or
+  // the freest device it offers against the largest vGPU the pod asks for
+  // and, when memory is what is missing, ", short by <MiB> MiB" (what the
+  // SchedextUnschedulable event ranks nearest nodes by).
+  std::string Detail(const RequestState& state, const model::PodInfo& pod,
+                     const model::NodeInfo& node) const override {
+    std::unique_ptr<RequestData> own;
+    const RequestData* data = state.GetAs<RequestData>(Key());
+    if (data == nullptr) {
+      own = Prepare(pod);
+      data = own.get();
+    }
+    if (!data->asks || node.usage == nullptr) {
+      return {};
+    }
+    NodeDevices devices;
+    if (!DevicesOf(node, data->now_unix, devices)) {
+      const std::optional<std::string_view> text =
+          node.annotations.Find(hami::kRegisterAnnotation);
+      if (!text.has_value()) {
+        return "no " + std::string(hami::kRegisterAnnotation) + " annotation";
+      }
+      if (!hami::DecodeRegister(*text, devices) || devices.size == 0) {
+        return std::string(hami::kRegisterAnnotation) + " names no device schedext can read";
+      }
+      return "the device plugin's " + std::string(hami::kHandshakeAnnotation) +
+             " is stale and allocatable " + names_.count + " is 0";
+    }
+    NodeFacts facts;
+    DecodedFactsOf(node, devices, data->rules, facts);
+    // The largest single vGPU the pod asks for, in MiB of a device of
+    // `memory` (a percentage request depends on the device).
+    const auto largest_ask = [&](int64_t memory) {
+      int64_t most = 0;
+      for (const auto* list : {&data->request.init, &data->request.app}) {
+        for (const hami::ContainerRequest& r : *list) {
+          if (r.nums > 0) {
+            // As FitContainer reads it: 101 is "no percentage given".
+            const int64_t mib = r.memory > 0              ? r.memory
+                                : r.memory_percent != 101 ? memory * r.memory_percent / 100
+                                                          : 0;
+            most = std::max(most, mib);
+          }
+        }
+      }
+      return most;
+    };
+    int best = -1;
+    for (int d = 0; d < facts.size; ++d) {
+      const hami::DeviceFacts& f = facts.devices[static_cast<size_t>(d)];
+      if (!f.healthy || !f.type_allowed || !f.uuid_allowed) continue;
+      const int64_t free = f.memory - facts.use[static_cast<size_t>(d)].memory;
+      if (best < 0 || free > facts.devices[static_cast<size_t>(best)].memory -
+                                 facts.use[static_cast<size_t>(best)].memory) {
+        best = d;
+      }
+    }
+    std::string out = std::to_string(facts.size) + " NVIDIA device(s)";
+    if (best < 0) {
+      return out + ", none healthy and allowed by the pod's rules";
+    }
+    const hami::DeviceFacts& f = facts.devices[static_cast<size_t>(best)];
+    const hami::DeviceUse& u = facts.use[static_cast<size_t>(best)];
+    const int64_t free = f.memory - u.memory;
+    const int64_t ask = largest_ask(f.memory);
+    out += "; the freest usable one has " + std::to_string(free) + " of " +
+           std::to_string(f.memory) + " MiB, " + std::to_string(f.cores - u.cores) + " of " +
+           std::to_string(f.cores) + " cores and " + std::to_string(f.count - u.used) + " of " +
+           std::to_string(f.count) + " vGPUs free; the pod asks up to " + std::to_string(ask) +
+           " MiB for one vGPU";
+    if (ask > free) {
+      out += ", short by " + std::to_string(ask - free) + " MiB";
+    }
+    return out;
   }
 
   Status PreScore(RequestState& state, const model::PodInfo& pod,

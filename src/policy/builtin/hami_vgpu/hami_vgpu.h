@@ -31,7 +31,9 @@
 // usable devices is Unresolvable "node(s) have no HAMi vGPU devices"; a pod
 // that does not fit gets fit.h's Reason(), Unresolvable for device
 // properties (too few devices, type, UUID, health), Unschedulable for
-// usage. The texts are fixed: per-node detail belongs to /explain.
+// usage. The texts are fixed: per-node detail belongs to /explain (Detail:
+// why the node has no devices, or its freest usable device against the
+// largest vGPU asked for, with ", short by <N> MiB" when memory is missing).
 //
 // Score: NodeScore (fit.h) of the node with the pod placed; 0 where it does
 // not fit.
