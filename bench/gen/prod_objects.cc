@@ -23,6 +23,19 @@ std::string HamiRegister(std::string_view node) {
   return o;
 }
 
+// `names_body` with the generator's pod limits replaced by `limits` (keys
+// sorted as Go writes them); empty when the pod no longer has that shape.
+std::string WithLimits(const std::string& names_body, std::string_view limits) {
+  constexpr std::string_view kGenerated = "\"limits\":{\"cpu\":\"2\",\"memory\":\"4Gi\"}";
+  std::string body = names_body;
+  const size_t at = body.find(kGenerated);
+  if (at == std::string::npos) {
+    return "";
+  }
+  body.replace(at, kGenerated.size(), limits);
+  return body;
+}
+
 }  // namespace
 
 std::string NodeObject(std::string_view generated) {
@@ -87,28 +100,14 @@ std::string WithServerMetadata(std::string_view object, std::string_view uid) {
 }
 
 std::string HamiNamesBody(const std::string& names_body) {
-  const std::string limits = "\"limits\":{\"cpu\":\"2\",\"memory\":\"4Gi\"}";
-  std::string body = names_body;
-  const size_t at = body.find(limits);
-  if (at == std::string::npos) {
-    return "";
-  }
-  body.replace(at, limits.size(),
-               "\"limits\":{\"cpu\":\"2\",\"memory\":\"4Gi\",\"nvidia.com/gpu\":\"1\","
-               "\"nvidia.com/gpucores\":\"30\",\"nvidia.com/gpumem\":\"20000\"}");
-  return body;
+  return WithLimits(names_body,
+                    "\"limits\":{\"cpu\":\"2\",\"memory\":\"4Gi\",\"nvidia.com/gpu\":\"1\","
+                    "\"nvidia.com/gpucores\":\"30\",\"nvidia.com/gpumem\":\"20000\"}");
 }
 
 std::string GpuNamesBody(const std::string& names_body) {
-  const std::string limits = "\"limits\":{\"cpu\":\"2\",\"memory\":\"4Gi\"}";
-  std::string body = names_body;
-  const size_t at = body.find(limits);
-  if (at == std::string::npos) {
-    return "";
-  }
-  body.replace(at, limits.size(),
-               "\"limits\":{\"aliyun.com/gpu-mem\":\"4\",\"cpu\":\"2\",\"memory\":\"4Gi\"}");
-  return body;
+  return WithLimits(names_body,
+                    "\"limits\":{\"aliyun.com/gpu-mem\":\"4\",\"cpu\":\"2\",\"memory\":\"4Gi\"}");
 }
 
 }  // namespace schedext::bench
