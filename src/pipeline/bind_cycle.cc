@@ -113,7 +113,12 @@ Status BindCycle::Run(const Profile& profile, const BindTarget& t) const {
       (void)ignored;  // a lock left behind expires; the device plugin's next pod takes it over
     }
   };
-  for (size_t i = 0; i < profile.node_locks().size(); ++i) {
+  // A retried bind of a pod the cache already holds reserved or bound there
+  // (AssumeIfFits called no hook): the first attempt took the locks, and the
+  // device plugin may have released them after allocating; taking them again
+  // would leave them to expire.
+  const bool retried = reserved && pod == nullptr;
+  for (size_t i = 0; !retried && i < profile.node_locks().size(); ++i) {
     const Status locked = options_.binder->LockNode(lock_request(profile.node_locks()[i]));
     if (!locked.ok()) {
       unlock(i);
@@ -144,7 +149,7 @@ Status BindCycle::Run(const Profile& profile, const BindTarget& t) const {
       unreserve();
     }
   }
-  if (!may_exist) {
+  if (!may_exist && !retried) {
     unlock(profile.node_locks().size());
   }
   if (may_exist && options_.on_bound) {

@@ -241,6 +241,21 @@ TEST_F(BindCycleTest, ANodeLockIsTakenBeforeTheBindingAndLeftToTheDevicePlugin) 
   EXPECT_TRUE(cache_.snapshot()->IsAssumed("uid-web"));
 }
 
+// kube-scheduler retries a bind whose answer it lost: the pod is reserved
+// there already, its first attempt took the lock, and the device plugin may
+// have released it since; the retry does not take it again.
+TEST_F(BindCycleTest, ARetriedBindDoesNotTakeTheNodeLockAgain) {
+  auto profile = MakeProfile(/*b_refuses=*/false, /*a_locks=*/true);
+  ASSERT_NE(profile, nullptr);
+  const BindCycle cycle = MakeCycle();
+  ASSERT_TRUE(cycle.Run(*profile, kTarget).ok());
+  const Status again = cycle.Run(*profile, kTarget);
+  EXPECT_TRUE(again.ok()) << again.ToString();
+  EXPECT_EQ(binder_.calls,
+            (std::vector<std::string>{"lock example.com/lock n1 default/web 300s",
+                                      "web@n1 example.com/a=yes example.com/b=yes", "web@n1"}));
+}
+
 TEST_F(BindCycleTest, ANodeLockHeldElsewhereFailsTheBindBeforeTheBinding) {
   auto profile = MakeProfile(/*b_refuses=*/false, /*a_locks=*/true);
   ASSERT_NE(profile, nullptr);
