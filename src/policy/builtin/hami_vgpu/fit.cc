@@ -107,6 +107,17 @@ PodRequest RequestOf(const model::PodInfo& pod, const ResourceNames& names) {
   return out;
 }
 
+int64_t MemoryPerVgpu(const ContainerRequest& request, int64_t device_memory) {
+  if (request.memory > 0) {
+    return request.memory;
+  }
+  // 101 is "no percentage given". int32 arithmetic in Go; devices' memory
+  // is int32 and percent <= 100 in practice, so the product stays in range.
+  return request.memory == 0 && request.memory_percent != 101
+             ? device_memory * request.memory_percent / 100
+             : 0;
+}
+
 void FactsOf(std::span<const Device> devices, const NodeUse& use, const PodRules& rules,
              NodeFacts& out) {
   out.size = 0;
@@ -186,12 +197,7 @@ Misfit FitContainer(const NodeFacts& node, NodeUse& use, std::array<int, kMaxDev
       count(Misfit::kSplitsExhausted);
       continue;
     }
-    int64_t memory = request.memory > 0 ? request.memory : 0;
-    if (request.memory_percent != 101 && request.memory == 0) {
-      // int32 arithmetic in Go; devices' memory is int32 and percent <= 100
-      // in practice, so the product stays in range.
-      memory = dev.memory * request.memory_percent / 100;
-    }
+    const int64_t memory = MemoryPerVgpu(request, dev.memory);
     if (dev.memory - u.memory < memory) {
       count(Misfit::kMemory);
       continue;

@@ -102,6 +102,10 @@ struct PodRequest {
 };
 PodRequest RequestOf(const model::PodInfo& pod, const ResourceNames& names);
 
+// The MiB one vGPU of `request` takes on a device of `device_memory` MiB,
+// as HAMi's Fit reads it (a percentage is of that device).
+int64_t MemoryPerVgpu(const ContainerRequest& request, int64_t device_memory);
+
 // A device chosen for container `container` (init containers first, then
 // the regular ones: the order of HAMi's annotation entries).
 struct Choice {

@@ -157,11 +157,7 @@ class HamiVgpu final : public Policy, public FilterHook, public ScoreHook, publi
       for (const auto* list : {&data->request.init, &data->request.app}) {
         for (const hami::ContainerRequest& r : *list) {
           if (r.nums > 0) {
-            // As FitContainer reads it: 101 is "no percentage given".
-            const int64_t mib = r.memory > 0              ? r.memory
-                                : r.memory_percent != 101 ? memory * r.memory_percent / 100
-                                                          : 0;
-            most = std::max(most, mib);
+            most = std::max(most, hami::MemoryPerVgpu(r, memory));
           }
         }
       }
