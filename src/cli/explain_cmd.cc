@@ -34,7 +34,9 @@ constexpr std::string_view kExplainUsage =
 
 Explains a filter or prioritize request body (either node mode) as the profile
 would decide it: every policy's verdict and score on every node, the 0-10 score
-kube-scheduler would get, and the ranking.
+kube-scheduler would get, and the ranking. A preempt request body is explained
+as the preempt verb decides it: which candidate nodes are kept or dropped, by
+which policy, and which victims are evicted or spared.
 
   --config FILE     schedext configuration (YAML)
   --profile NAME    profile to explain with (default: the config's default profile)

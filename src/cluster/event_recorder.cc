@@ -66,8 +66,21 @@ std::string EventRecorder::EventName(std::string_view pod_name, WallTime now) {
   return std::string(pod_name.substr(0, 253 - s.size())) + std::string(s);
 }
 
+EventKind EventRecorder::Resolved(EventKind kind) const {
+  if (kind.reason.empty()) kind.reason = options_.reason;
+  if (kind.type.empty()) kind.type = options_.type;
+  return kind;
+}
+
+std::string EventRecorder::Key(const EventPod& pod, EventKind kind) {
+  std::string key = pod.namespace_name + "/" + pod.name + "/" + pod.uid + "/";
+  key += kind.reason;
+  return key;
+}
+
 std::string EventRecorder::EventBody(const EventPod& pod, std::string_view event_name,
-                                     std::string_view note, WallTime now) const {
+                                     std::string_view note, WallTime now, EventKind kind) const {
+  kind = Resolved(kind);
   ordered_json body = ordered_json::object();
   body["apiVersion"] = "events.k8s.io/v1";
   body["kind"] = "Event";
@@ -76,7 +89,7 @@ std::string EventRecorder::EventBody(const EventPod& pod, std::string_view event
   body["reportingController"] = options_.reporting_controller;
   body["reportingInstance"] = options_.reporting_instance;
   body["action"] = options_.action;
-  body["reason"] = options_.reason;
+  body["reason"] = kind.reason;
   ordered_json regarding = {{"apiVersion", "v1"},
                             {"kind", "Pod"},
                             {"namespace", pod.namespace_name},
@@ -86,16 +99,17 @@ std::string EventRecorder::EventBody(const EventPod& pod, std::string_view event
   }
   body["regarding"] = std::move(regarding);
   body["note"] = CutUtf8(note, kEventNoteLimit);
-  body["type"] = options_.type;
+  body["type"] = kind.type;
   return Dump(body);
 }
 
 EventWrite EventRecorder::Create(const EventPod& pod, std::string_view note, WallTime now,
-                                 Status* error) {
+                                 EventKind kind, Status* error) {
+  kind = Resolved(kind);
   const std::string name = EventName(pod.name, now);
   std::string body;
   try {
-    body = EventBody(pod, name, note, now);
+    body = EventBody(pod, name, note, now, kind);
   } catch (const std::exception& e) {
     if (error != nullptr) *error = InternalError(std::string("event: encode: ") + e.what());
     return EventWrite::kFailed;
@@ -108,7 +122,7 @@ EventWrite EventRecorder::Create(const EventPod& pod, std::string_view note, Wal
     }
     return EventWrite::kFailed;
   }
-  std::string key = pod.namespace_name + "/" + pod.name + "/" + pod.uid;
+  std::string key = Key(pod, kind);
   if (auto found = index_.find(key); found != index_.end()) {
     auto old = found->second;
     index_.erase(found);
@@ -117,6 +131,8 @@ EventWrite EventRecorder::Create(const EventPod& pod, std::string_view note, Wal
   Entry entry;
   entry.key = std::move(key);
   entry.pod = pod;
+  entry.reason = std::string(kind.reason);
+  entry.type = std::string(kind.type);
   entry.event_name = name;
   entry.note = std::string(CutUtf8(note, kEventNoteLimit));
   entry.created = entry.last_observed = entry.last_written = now;
@@ -140,8 +156,10 @@ EventWrite EventRecorder::Update(Lru::iterator it, WallTime now, Status* error) 
     // that outlived its Event starts a new one.
     const EventPod pod = it->pod;
     const std::string note = it->note;
+    const std::string reason = it->reason;
+    const std::string type = it->type;
     it->last_written = now;  // if the create fails too, wait an interval
-    return Create(pod, note, now, error);
+    return Create(pod, note, now, EventKind{reason, type}, error);
   }
   if (!reply.ok() || reply->status < 200 || reply->status >= 300) {
     if (error != nullptr) {
@@ -158,8 +176,9 @@ EventWrite EventRecorder::Update(Lru::iterator it, WallTime now, Status* error) 
 }
 
 EventWrite EventRecorder::Record(const EventPod& pod, std::string_view note, WallTime now,
-                                 Status* error) {
-  const std::string key = pod.namespace_name + "/" + pod.name + "/" + pod.uid;
+                                 Status* error, EventKind kind) {
+  kind = Resolved(kind);
+  const std::string key = Key(pod, kind);
   auto found = index_.find(key);
   if (found != index_.end() && now - found->second->last_observed > options_.series_window) {
     lru_.erase(found->second);
@@ -167,7 +186,7 @@ EventWrite EventRecorder::Record(const EventPod& pod, std::string_view note, Wal
     found = index_.end();
   }
   if (found == index_.end()) {
-    return Create(pod, note, now, error);
+    return Create(pod, note, now, kind, error);
   }
   Lru::iterator it = found->second;
   lru_.splice(lru_.begin(), lru_, it);  // most recently seen first; iterators stay valid
@@ -175,7 +194,7 @@ EventWrite EventRecorder::Record(const EventPod& pod, std::string_view note, Wal
     if (now - it->created < options_.update_interval) {
       return EventWrite::kRateLimited;
     }
-    return Create(pod, note, now, error);
+    return Create(pod, note, now, kind, error);
   }
   ++it->count;
   it->last_observed = now;

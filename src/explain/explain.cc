@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "explain/text_table.h"
+#include "schedext/explain/preemption.h"
+
 namespace schedext::explain {
 namespace {
 
@@ -164,32 +167,6 @@ void AppendExplanationJson(const pipeline::Profile& profile, const wire::Extende
 
 namespace {
 
-// Left-aligned columns separated by two spaces.
-std::string Table(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> width;
-  for (const auto& row : rows) {
-    width.resize(std::max(width.size(), row.size()), 0);
-    for (size_t c = 0; c < row.size(); ++c) {
-      width[c] = std::max(width[c], row[c].size());
-    }
-  }
-  std::string out;
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t c = 0; c < row.size(); ++c) {
-      line += row[c];
-      if (c + 1 < row.size()) {
-        line.append(width[c] - row[c].size() + 2, ' ');
-      }
-    }
-    while (!line.empty() && line.back() == ' ') {
-      line.pop_back();
-    }
-    out += line + "\n";
-  }
-  return out;
-}
-
 std::string Text(const Json& v) {
   if (v.is_null()) {
     return "-";
@@ -204,6 +181,9 @@ std::string Text(const Json& v) {
 
 StatusOr<std::string> FormatExplanationText(std::string_view json) {
   const Json doc = Json::parse(json, nullptr, false);
+  if (doc.is_object() && doc.value("verb", "") == "preempt") {
+    return FormatPreemptionText(json);
+  }
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("nodes") ||
       !doc["nodes"].is_array() || !doc.contains("policies") || !doc["policies"].is_array()) {
     return InvalidArgumentError("explain: not an explain document");
@@ -267,7 +247,7 @@ StatusOr<std::string> FormatExplanationText(std::string_view json) {
                                                                : ""));
     }
   }
-  out += Table(rows);
+  out += TextTable(rows);
   if (!reasons.empty()) {
     out += "rejected:\n";
     for (const std::string& r : reasons) {

@@ -1,7 +1,9 @@
 // ExplainVerb: POST /<profile>/explain over the service's request resolution.
+#include <span>
 #include <string>
 
 #include "schedext/explain/explain.h"
+#include "schedext/explain/preemption.h"
 #include "schedext/pipeline/explain.h"
 #include "schedext/wire/encoder.h"
 
@@ -10,6 +12,23 @@ namespace schedext::explain {
 int ExplainVerb::Handle(const server::ExtenderService& service, const pipeline::Profile& profile,
                         const wire::RequestBuffer& body, server::Scratch& s, std::string& out,
                         server::RequestSummary& summary) const {
+  // A preemption body names its candidates in NodeNameTo(Meta)Victims; any
+  // other body is explained as filter and prioritize would see it.
+  if (s.decoder.DecodePreemptionArgs(body, s.preemption).ok() &&
+      s.preemption.has_victims_map) {
+    const int status = service.DecidePreemption(profile, s, summary);
+    if (status != 200) {
+      summary.error = "explain: " + summary.error;
+      wire::AppendErrorBody(summary.error, out);
+      return status;
+    }
+    const PreemptionExplanation explanation = ExplainPreemption(
+        profile, s.preemption, s.candidates,
+        std::span<const pipeline::PreemptDecision>(s.decisions.data(), s.candidates.size()));
+    AppendPreemptionJson(profile, explanation, out);
+    summary.nodes_out = explanation.candidates.size();
+    return 200;
+  }
   if (!service.DecodeExtenderArgs(profile, body, s, out, summary, wire::AppendErrorBody)) {
     return 400;
   }

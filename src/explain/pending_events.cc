@@ -147,6 +147,8 @@ struct PendingEventWriter::Job {
   std::vector<const model::NodeInfo*> nodes;  // names mode: into `snapshot`
   std::vector<std::string> names;             // full-node mode: looked up later
   size_t unknown = 0;
+  // Set for a preempt exchange (the fields above are then unused).
+  std::unique_ptr<PreemptionExplanation> preemption;
 };
 
 PendingEventWriter::PendingEventWriter(cluster::EventRecorder& recorder,
@@ -178,8 +180,72 @@ void PendingEventWriter::Stop() {
   queue_.clear();
 }
 
+namespace {
+
+// Whether the preempt verb answered something other than what the scheduler
+// proposed: a candidate dropped or a victim spared. Reads only the decisions,
+// so that an unchanged answer costs nothing more.
+bool PreemptionChanged(const server::Scratch& s) {
+  for (size_t i = 0; i < s.candidates.size() && i < s.decisions.size(); ++i) {
+    const pipeline::PreemptDecision& d = s.decisions[i];
+    if (s.candidates[i].node == nullptr) continue;
+    if (!d.keep) return true;
+    for (uint8_t needed : d.needed) {
+      if (needed == 0) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool PendingEventWriter::Admit(const pipeline::Profile& profile) {
+  if (std::find(options_.profiles.begin(), options_.profiles.end(), &profile) ==
+      options_.profiles.end()) {
+    return false;
+  }
+  if (options_.may_write && !options_.may_write()) {
+    dropped_[static_cast<size_t>(EventDrop::kNotLeader)].fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  // Checked before copying anything: a full queue costs one lock.
+  std::lock_guard<std::mutex> lock(mu_);
+  if (queue_.size() >= options_.queue_size || stopping_) {
+    dropped_[static_cast<size_t>(EventDrop::kQueueFull)].fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  return true;
+}
+
+void PendingEventWriter::Enqueue(std::unique_ptr<Job> job) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (queue_.size() >= options_.queue_size || stopping_) {
+      dropped_[static_cast<size_t>(EventDrop::kQueueFull)].fetch_add(1,
+                                                                     std::memory_order_relaxed);
+      return;  // `job` (and its snapshot reference) freed here, rarely
+    }
+    queue_.push_back(std::move(job));
+  }
+  cv_.notify_one();
+}
+
 void PendingEventWriter::OnExchange(const server::HandledExchange& exchange) {
   const server::Scratch& s = exchange.scratch;
+  if (exchange.verb == server::Verb::kPreempt) {
+    // Preempt is rare (after a failed cycle): the explanation is copied here,
+    // its note written on the writer thread.
+    if (exchange.http_status != 200 || !PreemptionChanged(s) || !Admit(exchange.profile)) {
+      return;
+    }
+    auto job = std::make_unique<Job>();
+    job->profile = &exchange.profile;
+    job->preemption = std::make_unique<PreemptionExplanation>(ExplainPreemption(
+        exchange.profile, s.preemption, s.candidates,
+        std::span<const pipeline::PreemptDecision>(s.decisions.data(), s.candidates.size())));
+    Enqueue(std::move(job));
+    return;
+  }
   // Every node the filter answered for was rejected: no passing node, no
   // request error (which leaves failed and unresolvable empty), and at least
   // one node schedext knows.
@@ -188,22 +254,8 @@ void PendingEventWriter::OnExchange(const server::HandledExchange& exchange) {
       s.snapshot == nullptr) {
     return;
   }
-  if (std::find(options_.profiles.begin(), options_.profiles.end(), &exchange.profile) ==
-      options_.profiles.end()) {
+  if (!Admit(exchange.profile)) {
     return;
-  }
-  if (options_.may_write && !options_.may_write()) {
-    dropped_[static_cast<size_t>(EventDrop::kNotLeader)].fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  {
-    // Checked before copying anything: a full queue costs one lock.
-    std::lock_guard<std::mutex> lock(mu_);
-    if (queue_.size() >= options_.queue_size || stopping_) {
-      dropped_[static_cast<size_t>(EventDrop::kQueueFull)].fetch_add(1,
-                                                                     std::memory_order_relaxed);
-      return;
-    }
   }
   auto job = std::make_unique<Job>();
   job->profile = &exchange.profile;
@@ -217,16 +269,7 @@ void PendingEventWriter::OnExchange(const server::HandledExchange& exchange) {
   } else {
     job->nodes = s.nodes;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (queue_.size() >= options_.queue_size || stopping_) {
-      dropped_[static_cast<size_t>(EventDrop::kQueueFull)].fetch_add(1,
-                                                                     std::memory_order_relaxed);
-      return;  // `job` (and its snapshot reference) freed here, rarely
-    }
-    queue_.push_back(std::move(job));
-  }
-  cv_.notify_one();
+  Enqueue(std::move(job));
 }
 
 size_t PendingEventWriter::queued() const {
@@ -254,7 +297,26 @@ void PendingEventWriter::Count(cluster::EventWrite write) {
   }
 }
 
+void PendingEventWriter::Write(const cluster::EventPod& pod, std::string_view note,
+                               cluster::EventKind kind) {
+  Status error;
+  const cluster::EventWrite write = recorder_.Record(pod, note, options_.now(), &error, kind);
+  Count(write);
+  if (write == cluster::EventWrite::kFailed) {
+    spdlog::warn("event for pod {}/{}: {}", pod.namespace_name, pod.name, error.message());
+  }
+}
+
 void PendingEventWriter::Process(Job& job) {
+  if (job.preemption != nullptr) {
+    const PreemptionExplanation& e = *job.preemption;
+    const std::string note = PreemptionNote(e, options_.max_listed);
+    if (!note.empty()) {
+      Write({e.pod_namespace, e.pod_name, e.pod_uid}, note,
+            {kPreemptionEventReason, kPreemptionEventType});
+    }
+    return;
+  }
   if (!job.names.empty()) {
     job.nodes.clear();
     for (const std::string& name : job.names) {
@@ -279,14 +341,7 @@ void PendingEventWriter::Process(Job& job) {
   if (note.empty()) {
     return;
   }
-  cluster::EventPod ref{std::string(pod.namespace_name), std::string(pod.name),
-                        std::string(pod.uid)};
-  Status error;
-  const cluster::EventWrite write = recorder_.Record(ref, note, options_.now(), &error);
-  Count(write);
-  if (write == cluster::EventWrite::kFailed) {
-    spdlog::warn("event for pod {}/{}: {}", ref.namespace_name, ref.name, error.message());
-  }
+  Write({std::string(pod.namespace_name), std::string(pod.name), std::string(pod.uid)}, note, {});
 }
 
 void PendingEventWriter::DrainForTest() {
@@ -333,7 +388,8 @@ void PendingEventWriter::Run() {
 
 void PendingEventWriter::AppendMetrics(std::string& out) const {
   out +=
-      "# HELP schedext_events_dropped_total SchedextUnschedulable events not written, by why.\n"
+      "# HELP schedext_events_dropped_total SchedextUnschedulable and SchedextPreemption events "
+      "not written, by why.\n"
       "# TYPE schedext_events_dropped_total counter\n";
   static constexpr std::array<std::string_view, kEventDropCount> kReasons = {
       "queue_full", "not_leader", "rate_limited", "api_error"};
@@ -342,8 +398,8 @@ void PendingEventWriter::AppendMetrics(std::string& out) const {
            std::to_string(dropped_[i].load(std::memory_order_relaxed)) + "\n";
   }
   out +=
-      "# HELP schedext_events_written_total SchedextUnschedulable event writes: new events "
-      "and series updates.\n"
+      "# HELP schedext_events_written_total SchedextUnschedulable and SchedextPreemption event "
+      "writes: new events and series updates.\n"
       "# TYPE schedext_events_written_total counter\n"
       "schedext_events_written_total{op=\"create\"} " +
       std::to_string(created_.load(std::memory_order_relaxed)) +

@@ -19,6 +19,8 @@ constexpr size_t kCacheLine = 64;
 // stay in the L1 from the first scorer to the last, and each ScoreNodes call
 // spreads its per-call work over this many nodes.
 constexpr size_t kScoreBlock = 64;
+// PreemptDecision::needed_by has one bit per preempt hook.
+constexpr size_t kMaxPreempters = 64;
 
 }  // namespace
 
@@ -103,6 +105,10 @@ StatusOr<std::shared_ptr<const Profile>> Profile::Build(const config::ProfileCon
       profile->total_weight_ += pc.weight;
     }
     if (preempter != nullptr) {
+      if (profile->preempters_.size() == kMaxPreempters) {
+        return InvalidArgumentError(where + ": more than " + std::to_string(kMaxPreempters) +
+                                    " policies with a preempt hook in one profile");
+      }
       profile->preempters_.push_back({name, preempter});
     }
     if (reserver != nullptr) {
@@ -280,6 +286,10 @@ Status Profile::RunPreempt(const model::PodInfo& preemptor,
     PreemptDecision& decision = out[c];
     decision.keep = true;
     decision.needed.assign(candidate.victims.size(), 1);
+    decision.needed_by.assign(candidate.victims.size(), 0);
+    decision.dropped_by = {};
+    decision.dropped_by_preempt = false;
+    decision.reason.clear();
     if (candidate.node == nullptr) {
       continue;
     }
@@ -295,6 +305,8 @@ Status Profile::RunPreempt(const model::PodInfo& preemptor,
       }
       if (!verdict.ok()) {
         decision.keep = false;
+        decision.dropped_by = f.policy;
+        decision.reason.assign(verdict.reason);
         break;
       }
     }
@@ -311,8 +323,17 @@ Status Profile::RunPreempt(const model::PodInfo& preemptor,
                              std::string(verdict.reason));
       }
       decision.keep = verdict.ok();
+      if (!decision.keep) {
+        decision.dropped_by = preempters_[h].policy;
+        decision.dropped_by_preempt = true;
+        decision.reason.assign(verdict.reason);
+        break;
+      }
       for (size_t v = 0; v < hook_needed.size(); ++v) {
-        decision.needed[v] |= hook_needed[v] != 0 ? 1 : 0;
+        if (hook_needed[v] != 0) {
+          decision.needed[v] = 1;
+          decision.needed_by[v] |= uint64_t{1} << h;
+        }
       }
     }
     if (decision.keep &&
@@ -322,6 +343,13 @@ Status Profile::RunPreempt(const model::PodInfo& preemptor,
     }
   }
   return OkStatus();
+}
+
+std::vector<std::string_view> Profile::preempter_names() const {
+  std::vector<std::string_view> names;
+  names.reserve(preempters_.size());
+  for (const NamedPreempter& p : preempters_) names.push_back(p.policy);
+  return names;
 }
 
 std::optional<std::string> Profile::CheckFit(const model::PodInfo& pod,

@@ -321,62 +321,19 @@ int ExtenderService::Prioritize(const pipeline::Profile& profile,
 
 int ExtenderService::Preempt(const pipeline::Profile& profile, const wire::RequestBuffer& body,
                              Scratch& s, std::string& out, RequestSummary& summary) const {
+  s.victims.clear();
   Status st = s.decoder.DecodePreemptionArgs(body, s.preemption);
   if (!st.ok()) {
     summary.error = st.message();
     wire::AppendErrorBody(summary.error, out);
     return 400;
   }
+  const int status = DecidePreemption(profile, s, summary);
+  if (status != 200) {
+    wire::AppendErrorBody(summary.error, out);
+    return status;
+  }
   const auto candidates = s.preemption.candidates();
-  summary.pod_namespace = s.preemption.pod.namespace_name;
-  summary.pod_name = s.preemption.pod.name;
-  summary.nodes_in = candidates.size();
-  s.victims.clear();
-  if (candidates.empty()) {
-    wire::AppendPreemptionResult(s.victims, out);
-    return 200;
-  }
-  if (!s.preemption.has_pod) {
-    summary.error = "decode ExtenderPreemptionArgs: /Pod: missing or null";
-    wire::AppendErrorBody(summary.error, out);
-    return 400;
-  }
-  // Preemption args carry node names only, in both modes: the node objects come
-  // from the cluster cache when there is one. Without it the candidates cannot
-  // be re-checked and pass unchanged.
-  s.resolved.assign(candidates.size(), nullptr);
-  st = LoadSnapshot(s);
-  if (!st.ok()) {
-    summary.error = "preempt: " + st.message();
-    wire::AppendErrorBody(summary.error, out);
-    return HttpStatusFor(st) == 400 ? 500 : HttpStatusFor(st);
-  }
-  if (s.snapshot != nullptr) {
-    for (size_t i = 0; i < candidates.size(); ++i) {
-      s.resolved[i] = s.snapshot->FindNode(candidates[i].node);
-      if (s.preemption.full_pods) {
-        continue;
-      }
-      // MetaVictims carry UIDs only: the pods (their requests, priority) come
-      // from the cache; a UID it does not know stays a bare UID.
-      for (model::PodInfo& victim : s.preemption.nodes[i].pods) {
-        if (const model::PodInfo* known = s.snapshot->FindPod(victim.uid)) {
-          victim = *known;
-        }
-      }
-    }
-  }
-  s.candidates.resize(candidates.size());
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    s.candidates[i] = {s.resolved[i], candidates[i].pods};
-  }
-  s.state.Clear();
-  st = profile.RunPreempt(s.preemption.pod, s.candidates, s.state, s.decisions);
-  if (!st.ok()) {
-    summary.error = "preempt: " + st.message();
-    wire::AppendErrorBody(summary.error, out);
-    return 500;
-  }
   // UIDs first (the entries hold spans into this vector, so it must not grow
   // after they are taken).
   s.uids.clear();
@@ -406,6 +363,59 @@ int ExtenderService::Preempt(const pipeline::Profile& profile, const wire::Reque
   }
   wire::AppendPreemptionResult(s.victims, out);
   summary.nodes_out = s.victims.size();
+  return 200;
+}
+
+int ExtenderService::DecidePreemption(const pipeline::Profile& profile, Scratch& s,
+                                      RequestSummary& summary) const {
+  const auto candidates = s.preemption.candidates();
+  summary.pod_namespace = s.preemption.pod.namespace_name;
+  summary.pod_name = s.preemption.pod.name;
+  summary.nodes_in = candidates.size();
+  // s.decisions keeps its entries (and their capacity) for the next request:
+  // only the first candidates().size() are this request's.
+  s.candidates.clear();
+  if (candidates.empty()) {
+    return 200;
+  }
+  if (!s.preemption.has_pod) {
+    summary.error = "decode ExtenderPreemptionArgs: /Pod: missing or null";
+    return 400;
+  }
+  // Preemption args carry node names only, in both modes: the node objects come
+  // from the cluster cache when there is one. Without it the candidates cannot
+  // be re-checked and pass unchanged.
+  s.resolved.assign(candidates.size(), nullptr);
+  Status st = LoadSnapshot(s);
+  if (!st.ok()) {
+    summary.error = "preempt: " + st.message();
+    return HttpStatusFor(st) == 400 ? 500 : HttpStatusFor(st);
+  }
+  if (s.snapshot != nullptr) {
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      s.resolved[i] = s.snapshot->FindNode(candidates[i].node);
+      if (s.preemption.full_pods) {
+        continue;
+      }
+      // MetaVictims carry UIDs only: the pods (their requests, priority) come
+      // from the cache; a UID it does not know stays a bare UID.
+      for (model::PodInfo& victim : s.preemption.nodes[i].pods) {
+        if (const model::PodInfo* known = s.snapshot->FindPod(victim.uid)) {
+          victim = *known;
+        }
+      }
+    }
+  }
+  s.candidates.resize(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    s.candidates[i] = {s.resolved[i], candidates[i].pods};
+  }
+  s.state.Clear();
+  st = profile.RunPreempt(s.preemption.pod, s.candidates, s.state, s.decisions);
+  if (!st.ok()) {
+    summary.error = "preempt: " + st.message();
+    return 500;
+  }
   return 200;
 }
 

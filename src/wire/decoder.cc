@@ -224,6 +224,7 @@ Status RequestDecoder::DecodePreemptionArgs(const RequestBuffer& body, Preemptio
   out.has_pod = false;
   out.pod.Clear();
   out.full_pods = false;
+  out.has_victims_map = false;
   out.node_count = 0;
 
   size_t victims_count = 0;
@@ -264,6 +265,7 @@ Status RequestDecoder::DecodePreemptionArgs(const RequestBuffer& body, Preemptio
     out.pod.Clear();
     return d.TakeError("PreemptionArgs");
   }
+  out.has_victims_map = victims_set || meta_set;
   if (victims_set) {
     out.full_pods = true;
     out.node_count = victims_count;

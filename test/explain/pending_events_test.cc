@@ -213,6 +213,46 @@ TEST_F(PendingEventWriterTest, ARejectionOnEveryNodeBecomesOneEventAndItsSeries)
   service_->SetObserver(nullptr);
 }
 
+// A preempt reply that drops a candidate becomes a SchedextPreemption Event,
+// a series of its own beside the pod's SchedextUnschedulable one; a reply
+// that keeps the scheduler's proposal queues nothing.
+TEST_F(PendingEventWriterTest, APreemptionThatDropsANodeBecomesItsOwnEvent) {
+  auto writer = Writer(8);
+  service_->SetObserver(writer.get());
+  PodJson huge("huge");
+  huge.Namespace("shop").Uid("uid-1").Request("cpu", "3500m");  // n2 needs db-1 gone
+  auto preempt = [&](const std::vector<schedext::testing::VictimsJson>& victims) {
+    wire::RequestBuffer body = wire::RequestBuffer::CopyOf(schedext::testing::PreemptionArgsJson(
+        huge, victims, schedext::testing::ArgsShape::kNodeNames));
+    server::RequestSummary summary;
+    return service_->Handle(server::Verb::kPreempt, 0, body, scratch_, out_, summary);
+  };
+  ASSERT_EQ(preempt({{"n1", {}}, {"n2", {BoundPod()}}}), 200) << out_;
+  EXPECT_EQ(writer->queued(), 0u);  // kept as proposed
+
+  ASSERT_EQ(Filter(HugePod()), 200);
+  ASSERT_EQ(preempt({{"n2", {BoundPod()}}, {"n4", {}}}), 200) << out_;
+  ASSERT_EQ(writer->queued(), 2u);
+  writer->DrainForTest();
+  ASSERT_EQ(client_.calls.size(), 2u);
+  const nlohmann::json event = nlohmann::json::parse(client_.calls[1].body);
+  EXPECT_EQ(event["reason"], "SchedextPreemption");
+  EXPECT_EQ(event["type"], "Normal");
+  EXPECT_EQ(event["regarding"]["name"], "huge");
+  EXPECT_EQ(event["note"],
+            "Preemption by profile all: kept 1 of 2 candidate nodes. n4: dropped: NodeHealth: "
+            "node(s) were not ready (eviction cannot change that).")
+      << event.dump();
+  EXPECT_EQ(nlohmann::json::parse(client_.calls[0].body)["reason"], "SchedextUnschedulable");
+
+  // The same preemption again within the interval counts into its series.
+  now_ += seconds(1);
+  ASSERT_EQ(preempt({{"n2", {BoundPod()}}, {"n4", {}}}), 200) << out_;
+  writer->DrainForTest();
+  EXPECT_EQ(client_.calls.size(), 2u);
+  service_->SetObserver(nullptr);
+}
+
 TEST_F(PendingEventWriterTest, AFullQueueDropsAndCountsWithoutWaiting) {
   auto writer = Writer(2);
   service_->SetObserver(writer.get());

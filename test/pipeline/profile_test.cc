@@ -553,6 +553,17 @@ TEST(ProfilePreemptTest, RechecksNodesAndTrimsVictims) {
   EXPECT_FALSE(out[2].keep);
   EXPECT_TRUE(out[3].keep);
   EXPECT_EQ(out[3].needed, (std::vector<uint8_t>{1, 1}));
+  // Why, for explain and the preemption event.
+  EXPECT_EQ(out[0].dropped_by, "Reject");
+  EXPECT_FALSE(out[0].dropped_by_preempt);
+  EXPECT_EQ(out[0].reason, "has label");
+  EXPECT_EQ(out[1].dropped_by, "");
+  EXPECT_EQ(out[1].needed_by, (std::vector<uint64_t>{1, 0}));  // Trim, the only hook
+  EXPECT_EQ(out[2].dropped_by, "Trim");
+  EXPECT_TRUE(out[2].dropped_by_preempt);
+  EXPECT_EQ(out[2].reason, "cannot help");
+  EXPECT_EQ(out[3].needed_by, (std::vector<uint64_t>{0, 0}));  // not re-checked
+  EXPECT_EQ(profile->preempter_names(), (std::vector<std::string_view>{"Trim"}));
 }
 
 TEST(ProfilePreemptTest, AHookThatClearsEveryVictimLeavesTheListUnchanged) {
@@ -568,6 +579,7 @@ TEST(ProfilePreemptTest, AHookThatClearsEveryVictimLeavesTheListUnchanged) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_TRUE(out[0].keep);
   EXPECT_EQ(out[0].needed, (std::vector<uint8_t>{1, 1, 1}));
+  EXPECT_EQ(out[0].needed_by, (std::vector<uint64_t>{0, 0, 0}));  // no hook needed any
 }
 
 // Preempt and reserve hooks with fixed answers, configured through args:
@@ -660,6 +672,8 @@ TEST(ProfilePreemptTest, KeepsEveryVictimAnyHookNeeds) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_TRUE(out[0].keep);
   EXPECT_EQ(out[0].needed, (std::vector<uint8_t>{1, 0, 1, 1, 0}));
+  // Bit h: the h-th preempt hook (PickA, PickB, PickC) needs the victim.
+  EXPECT_EQ(out[0].needed_by, (std::vector<uint64_t>{0b001, 0, 0b011, 0b100, 0}));
 }
 
 TEST(ProfilePreemptTest, AnyHookDroppingTheNodeDropsIt) {
@@ -677,6 +691,9 @@ TEST(ProfilePreemptTest, AnyHookDroppingTheNodeDropsIt) {
     ASSERT_TRUE(profile->RunPreempt(preemptor, candidates, state, out).ok());
     ASSERT_EQ(out.size(), 1u);
     EXPECT_FALSE(out[0].keep);
+    EXPECT_EQ(out[0].dropped_by, first ? "PickA" : "PickB");
+    EXPECT_TRUE(out[0].dropped_by_preempt);
+    EXPECT_EQ(out[0].reason, "dropped");
   }
 }
 

@@ -3,8 +3,8 @@
 // that the scheduler retries a hundred times makes one Event whose
 // series.count grows, not a hundred Events.
 //
-// Per pod (namespace, name, uid) it remembers the last Event it created and
-// that Event's note:
+// Per pod (namespace, name, uid) and event reason it remembers the last Event
+// it created and that Event's note:
 //   * the first occurrence, or one after `series_window` without any, POSTs a
 //     new Event (no series);
 //   * a repeat with the same note counts into the series: at most once per
@@ -59,6 +59,14 @@ struct EventPod {
   std::string uid;
 };
 
+// What an Event says it is; empty fields take the recorder's options. Each
+// kind of a pod is a series of its own: a SchedextPreemption note does not
+// replace (or rate-limit) the pod's SchedextUnschedulable one.
+struct EventKind {
+  std::string_view reason;
+  std::string_view type;
+};
+
 enum class EventWrite {
   kCreated,      // a new Event was POSTed
   kUpdated,      // the series went out (PATCH)
@@ -77,7 +85,7 @@ class EventRecorder {
   // One occurrence of `note` (at most kEventNoteLimit bytes; cut there if
   // longer) about `pod` at `now`. On kFailed, `error` (if given) says why.
   EventWrite Record(const EventPod& pod, std::string_view note, WallTime now,
-                    Status* error = nullptr);
+                    Status* error = nullptr, EventKind kind = {});
   // Sends the series updates whose interval has passed by `now` and forgets
   // pods not seen for series_window. Returns the updates sent.
   size_t Flush(WallTime now);
@@ -87,7 +95,7 @@ class EventRecorder {
   // The Event a Record creates (for tests and the docs): JSON, keys in the
   // order kubectl shows them.
   std::string EventBody(const EventPod& pod, std::string_view event_name, std::string_view note,
-                        WallTime now) const;
+                        WallTime now, EventKind kind = {}) const;
   // "<pod name>.<hex nanoseconds>", client-go's naming, cut to fit 253 bytes.
   static std::string EventName(std::string_view pod_name, WallTime now);
   // RFC 3339 with microseconds, UTC: a Kubernetes MicroTime.
@@ -97,6 +105,8 @@ class EventRecorder {
   struct Entry {
     std::string key;
     EventPod pod;
+    std::string reason;  // of the kind recorded, filled from the options
+    std::string type;
     std::string event_name;
     std::string note;
     int64_t count = 1;          // occurrences in the series
@@ -107,7 +117,10 @@ class EventRecorder {
   };
   using Lru = std::list<Entry>;  // most recently seen first
 
-  EventWrite Create(const EventPod& pod, std::string_view note, WallTime now, Status* error);
+  EventWrite Create(const EventPod& pod, std::string_view note, WallTime now, EventKind kind,
+                    Status* error);
+  EventKind Resolved(EventKind kind) const;
+  static std::string Key(const EventPod& pod, EventKind kind);
   // PATCHes the series; 404 (the Event expired): creates a new one.
   EventWrite Update(Lru::iterator it, WallTime now, Status* error);
 

@@ -54,8 +54,11 @@ namespace schedext::explain {
 // or prioritize body, in either node mode; its nodes are resolved as the verbs
 // resolve them (ExtenderService::ResolveNodes) and the profile explains them
 // all (Profile::Explain). Answers the document above, 400 for a body that
-// does not decode, 503 before the cache has synced. Stateless: one instance
-// serves every thread.
+// does not decode, 503 before the cache has synced. A preemption body (one
+// with NodeNameToVictims or NodeNameToMetaVictims) is decided as the preempt
+// verb decides it (ExtenderService::DecidePreemption) and answers
+// preemption.h's document instead. Stateless: one instance serves every
+// thread.
 class ExplainVerb final : public server::VerbHandler {
  public:
   int Handle(const server::ExtenderService& service, const pipeline::Profile& profile,
@@ -87,8 +90,9 @@ int ExplainCachedPod(const cluster::ClusterCache& cache,
                      std::span<const std::shared_ptr<const pipeline::Profile>> profiles,
                      size_t default_profile, std::string_view rest, std::string& body);
 
-// The text table of a document AppendExplanationJson wrote. kInvalidArgument
-// when `json` is not such a document.
+// The text table of a document AppendExplanationJson (or, for "verb":
+// "preempt", AppendPreemptionJson) wrote. kInvalidArgument when `json` is not
+// such a document.
 StatusOr<std::string> FormatExplanationText(std::string_view json);
 
 }  // namespace schedext::explain

@@ -1,6 +1,8 @@
 // Pending-pod events: when a profile's filter rejects a pod on every node it
 // was asked about, a SchedextUnschedulable Event on the pod says what would
-// make it fit (docs/pending-pods.md).
+// make it fit; when its preempt verb drops a candidate node or spares a
+// victim the scheduler proposed, a SchedextPreemption Event says why
+// (preemption.h's PreemptionNote) (docs/pending-pods.md).
 //
 // PendingEventWriter is the service's ExchangeObserver for this. On the
 // request thread OnExchange only decides (a 200 filter reply with no passing
@@ -12,7 +14,10 @@
 // path waits. The writer thread explains the pod on those nodes
 // (Profile::Explain), formats UnschedulableNote and hands it to
 // cluster::EventRecorder, which deduplicates into series and writes through
-// its own rate-limited API client.
+// its own rate-limited API client. A 200 preempt reply that differs from the
+// scheduler's proposal enqueues a copy of its PreemptionExplanation instead,
+// whose PreemptionNote the writer thread records the same way, as a series
+// of its own.
 //
 // Thread-safety: OnExchange from any request thread; AppendMetrics from any
 // thread; Start/Stop from the main thread.
@@ -37,6 +42,7 @@
 #include "schedext/cluster/connection.h"
 #include "schedext/cluster/event_recorder.h"
 #include "schedext/config/config.h"
+#include "schedext/explain/preemption.h"
 #include "schedext/pipeline/explain.h"
 #include "schedext/pipeline/profile.h"
 #include "schedext/server/service.h"
@@ -71,6 +77,11 @@ struct PendingEventOptions {
   std::function<cluster::EventRecorder::WallTime()> now;
 };
 
+// The preemption Event's reason and type (SchedextUnschedulable's are the
+// recorder's options).
+inline constexpr std::string_view kPreemptionEventReason = "SchedextPreemption";
+inline constexpr std::string_view kPreemptionEventType = "Normal";
+
 // Why a job or an event was not written: schedext_events_dropped_total{reason}.
 enum class EventDrop { kQueueFull = 0, kNotLeader, kRateLimited, kApiError };
 inline constexpr size_t kEventDropCount = 4;
@@ -101,8 +112,12 @@ class PendingEventWriter final : public server::ExchangeObserver {
 
  private:
   struct Job;
+  // Whether a job for `profile` may be queued now (counts the drop if not).
+  bool Admit(const pipeline::Profile& profile);
+  void Enqueue(std::unique_ptr<Job> job);
   void Run();
   void Process(Job& job);
+  void Write(const cluster::EventPod& pod, std::string_view note, cluster::EventKind kind);
   void Count(cluster::EventWrite write);
 
   cluster::EventRecorder& recorder_;

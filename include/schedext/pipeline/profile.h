@@ -63,10 +63,21 @@ struct PreemptCandidate {
   std::span<const model::PodInfo> victims;
 };
 
-// What RunPreempt decided for one candidate.
+// What RunPreempt decided for one candidate, and why (for explain and the
+// preemption event; the verb reads only `keep` and `needed`).
 struct PreemptDecision {
   bool keep = false;
   std::vector<uint8_t> needed;  // per victim, when kept
+  // Dropped: the policy that dropped the node (a filter eviction cannot help,
+  // or a preempt hook) and its verdict's reason, copied. Empty when kept.
+  std::string_view dropped_by;
+  bool dropped_by_preempt = false;  // by a preempt hook (else by a filter)
+  std::string reason;
+  // Kept: per victim, bit p set when the profile's p-th preempt hook
+  // (preempter_names()) needs it evicted. All zero with `needed` all set:
+  // no hook needed any victim (or the profile has none), so the scheduler's
+  // list went back unchanged.
+  std::vector<uint64_t> needed_by;
 };
 
 class Profile {
@@ -142,6 +153,10 @@ class Profile {
   // path (it allocates per node).
   void Explain(const model::PodInfo& pod, policy::NodeSpan nodes, ExplainScoring scoring,
                Explanation& out) const;
+
+  // The policies with a preempt hook, in configured order (the bits of
+  // PreemptDecision::needed_by).
+  std::vector<std::string_view> preempter_names() const;
 
   bool has_filters() const { return !filters_.empty(); }
   // Some policy annotates pods at bind: bind must not happen without a

@@ -190,6 +190,15 @@ class ExtenderService {
   // cluster snapshot into s.snapshot. kUnavailable before the cache has
   // synced, or for names without a cache.
   Status ResolveNodes(Scratch& s) const;
+  // What preempt and explain share, on the ExtenderPreemptionArgs already
+  // decoded into s.preemption: resolves the candidate nodes and MetaVictims
+  // UIDs against the cluster snapshot (s.candidates) and runs the profile's
+  // RunPreempt into s.decisions. Returns 200, or the HTTP status to answer
+  // with the message in summary.error: 400 for candidates without a pod, 503
+  // before the cache has synced, 500 for a policy's error. No candidates:
+  // 200 with no decisions.
+  int DecidePreemption(const pipeline::Profile& profile, Scratch& s,
+                       RequestSummary& summary) const;
 
  private:
   int Filter(const pipeline::Profile& profile, const wire::RequestBuffer& body, Scratch& s,

@@ -63,6 +63,9 @@ struct PreemptionArgsView {
   model::PodInfo pod;
   // true: the victims came as full pods (NodeNameToVictims, non-cache mode).
   bool full_pods = false;
+  // NodeNameToVictims or NodeNameToMetaVictims was present and not null:
+  // this is a preemption body (explain tells it from a filter body by this).
+  bool has_victims_map = false;
   // Request order. Only the first `node_count` entries are meaningful (the
   // rest are kept for reuse).
   std::vector<VictimsView> nodes;
