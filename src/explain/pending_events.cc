@@ -18,27 +18,50 @@ namespace {
 using pipeline::ExplainedNode;
 using policy::Verdict;
 
-// GpuShare's detail ends in ", short by <N> <unit>": how far the node is.
-int64_t ShortBy(std::string_view detail) {
+// How far a node is, from the "short by <N><unit>" that ends a detail
+// (GpuShare's, HamiVgpu's, NodeResourcesFit's). Amounts compare only within
+// one group: the same unit, and for a detail "<resource>: ..." the same
+// resource (a node short of 1 cpu is not nearer than one short of 2 GiB).
+struct Shortfall {
+  std::string_view resource;
+  std::string_view unit;
+  int64_t amount = std::numeric_limits<int64_t>::max();  // no "short by": last
+};
+
+Shortfall ShortBy(std::string_view detail) {
   constexpr std::string_view kMarker = "short by ";
   const size_t at = detail.rfind(kMarker);
   if (at == std::string_view::npos) {
-    return std::numeric_limits<int64_t>::max();
+    return {};
   }
   const char* first = detail.data() + at + kMarker.size();
+  const char* last = detail.data() + detail.size();
   int64_t value = 0;
-  const auto [ptr, ec] = std::from_chars(first, detail.data() + detail.size(), value);
-  return ec == std::errc() && ptr != first ? value : std::numeric_limits<int64_t>::max();
+  const auto [ptr, ec] = std::from_chars(first, last, value);
+  if (ec != std::errc() || ptr == first) {
+    return {};
+  }
+  Shortfall out;
+  out.amount = value;
+  out.unit = std::string_view(ptr, static_cast<size_t>(last - ptr));
+  const size_t colon = detail.substr(0, at).find(':');
+  if (colon != std::string_view::npos) {
+    out.resource = detail.substr(0, colon);
+  }
+  return out;
 }
 
 struct Rank {
   size_t rejections;
   int unresolvable;
   int decisive;
-  int64_t short_by;
+  Shortfall short_by;
   std::string_view name;
   size_t index;
-  auto Key() const { return std::tie(rejections, unresolvable, decisive, short_by, name); }
+  auto Key() const {
+    return std::tie(rejections, unresolvable, decisive, short_by.resource, short_by.unit,
+                    short_by.amount, name);
+  }
 };
 
 // "gpu-b (GpuShare: needs ...; NodeResourcesFit: cpu: ...)".

@@ -70,6 +70,27 @@ TEST(UnschedulableNoteTest, NearestFirstThenTheRestCountedByPolicy) {
             "GpuShare: " + Gpu(7) + ").");
 }
 
+// NodeResourcesFit's shortfalls compare per resource: the smaller CPU
+// shortfall first, and a node short of 1 byte of memory is not "nearer" than
+// nodes short of CPU (the resources' groups keep a fixed order).
+TEST(UnschedulableNoteTest, ResourceShortfallsCompareWithinOneResource) {
+  auto fit = [](std::string detail) {
+    return Rejected({{"NodeResourcesFit", kNo, "Insufficient", std::move(detail)}});
+  };
+  pipeline::Explanation ex;
+  ex.nodes.push_back(fit("memory: requested 6, free 5 of 20 allocatable, short by 1"));  // m
+  ex.nodes.push_back(fit("cpu: requested 4000m, free 1000m of 4000m allocatable, short by 3000m"));
+  ex.nodes.push_back(fit("cpu: requested 4000m, free 3000m of 4000m allocatable, short by 1000m"));
+  const std::vector<std::string_view> names = {"m", "x", "y"};
+  const std::string note = explain::UnschedulableNote("all", names, ex, 0);
+  const size_t m = note.find("m (");
+  const size_t x = note.find("x (");
+  const size_t y = note.find("y (");
+  ASSERT_NE(m, std::string::npos) << note;
+  EXPECT_LT(y, x) << note;
+  EXPECT_LT(x, m) << note;
+}
+
 TEST(UnschedulableNoteTest, NothingWhenANodeFitsNow) {
   pipeline::Explanation ex;
   ex.nodes.push_back(Rejected({{"GpuShare", kNo, kGpuReason, Gpu(6)}}));
@@ -185,10 +206,11 @@ TEST_F(PendingEventWriterTest, ARejectionOnEveryNodeBecomesOneEventAndItsSeries)
   const nlohmann::json event = nlohmann::json::parse(client_.calls[0].body);
   EXPECT_EQ(event["note"],
             "0/4 nodes fit profile all. Nearest: n1 (NodeResourcesFit: cpu: requested 40000m, "
-            "free 4000m of 4000m allocatable), n2 (NodeResourcesFit: cpu: requested 40000m, "
-            "free 3000m of 4000m allocatable), n4 (NodeHealth: node(s) were not ready; "
-            "NodeLabel: node(s) had forbidden labels; NodeResourcesFit: cpu: requested 40000m, "
-            "free 4000m of 4000m allocatable). 1 more node rejected: TaintToleration 1.")
+            "free 4000m of 4000m allocatable, short by 36000m), n2 (NodeResourcesFit: cpu: "
+            "requested 40000m, free 3000m of 4000m allocatable, short by 37000m), n4 (NodeHealth: "
+            "node(s) were not ready; NodeLabel: node(s) had forbidden labels; NodeResourcesFit: "
+            "cpu: requested 40000m, free 4000m of 4000m allocatable, short by 36000m). 1 more "
+            "node rejected: TaintToleration 1.")
       << event.dump();
   EXPECT_EQ(event["regarding"]["uid"], "uid-1");
 

@@ -55,8 +55,10 @@ namespace schedext::explain {
 // which policy. `node_names[k]` names explanation.nodes[k]; `unknown` counts
 // request nodes schedext's cache does not know. Nearest first: fewest
 // rejecting policies, then a plain Unschedulable before an unresolvable one,
-// then, among nodes rejected by the same policy, the smaller "short by N" in
-// the detail (GpuShare's), then name. At most cluster::kEventNoteLimit bytes:
+// then, among nodes rejected by the same policy (and, for NodeResourcesFit,
+// short of the same resource), the smaller "short by N" that ends the detail
+// (GpuShare's, HamiVgpu's, NodeResourcesFit's), then name. At most
+// cluster::kEventNoteLimit bytes:
 // fewer nodes are listed when their text would not fit. Example:
 //   0/5 nodes fit profile gpu. Nearest: gpu-b (GpuShare: needs 8 GiB on one
 //   GPU; largest free 6 GiB, short by 2 GiB), gpu-a (...). 3 more nodes

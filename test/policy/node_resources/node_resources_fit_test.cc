@@ -688,13 +688,13 @@ TEST(NodeResourcesFitTest, DetailHasTheAmountsTheReasonLeavesOut) {
   };
   const std::vector<Case> cases = {
       {"cpu, 3 free", UpstreamNode(arena).Usage(1, {{"cpu", 7}}).Build(), "Insufficient cpu",
-       "cpu: requested 4m, free 3m of 10m allocatable"},
+       "cpu: requested 4m, free 3m of 10m allocatable, short by 1m"},
       {"cpu, 1 free", UpstreamNode(arena).Usage(1, {{"cpu", 9}}).Build(), "Insufficient cpu",
-       "cpu: requested 4m, free 1m of 10m allocatable"},
+       "cpu: requested 4m, free 1m of 10m allocatable, short by 3m"},
       {"memory", UpstreamNode(arena).Usage(1, {{"memory", 15}}).Build(), "Insufficient memory",
-       "memory: requested 6, free 5 of 20 allocatable"},
+       "memory: requested 6, free 5 of 20 allocatable, short by 1"},
       {"extended", UpstreamNode(arena).Usage(1, {{"example.com/aaa", 4}}).Build(),
-       "Insufficient example.com/aaa", "example.com/aaa: requested 2, free 1 of 5 allocatable"},
+       "Insufficient example.com/aaa", "example.com/aaa: requested 2, free 1 of 5 allocatable, short by 1"},
       {"pods", UpstreamNode(arena).Usage(32, {}).Build(), "Too many pods",
        "pods: 32 of 32 allowed"},
       {"fits", UpstreamNode(arena).Usage(1, {}).Build(), "", ""},

@@ -212,7 +212,8 @@ class NodeResourcesFit final : public Policy, public FilterHook, public PreemptH
   bool EvictionCanHelp() const override { return true; }
 
   // The first shortfall Filter found, with the node's amounts (cpu in
-  // millicores, the others in the resource's base unit).
+  // millicores, the others in the resource's base unit), ending in "short by
+  // <amount>" for the nearest-node ranking of the SchedextUnschedulable event.
   std::string Detail(const RequestState& state, const model::PodInfo& /*pod*/,
                      const model::NodeInfo& node) const override {
     const FitState* fit = state.GetAs<FitState>(this);
@@ -233,7 +234,8 @@ class NodeResourcesFit final : public Policy, public FilterHook, public PreemptH
           return std::to_string(static_cast<long long>(v)) + std::string(unit);
         };
         return std::string(demand.name.text) + ": requested " + text(demand.amount) + ", free " +
-               text(free) + " of " + text(amounts.allocatable) + " allocatable";
+               text(free) + " of " + text(amounts.allocatable) + " allocatable, short by " +
+               text(demand.amount - free);
       }
     }
     return {};
