@@ -1,8 +1,11 @@
-// GPU-share binds across a leader's crash, against the real kube-apiserver:
-// two schedext processes with deploy/gpushare/schedext.yaml (leader election,
-// the `gpushare` profile) as schedext's ServiceAccount with deploy/'s RBAC; a
-// pool of clients POSTs ExtenderBindingArgs for 1,000 pending GPU pods to
-// /gpushare/bind of BOTH processes, as kube-scheduler does through the
+// GPU-sharing binds across a leader's crash, against the real kube-apiserver,
+// for both device-plugin conventions schedext speaks: gpushare (the
+// `gpushare` profile of deploy/gpushare/schedext.yaml) and HAMi (the `hami`
+// profile of deploy/hami/schedext.yaml, with HAMi's node lock and a stand-in
+// for its device plugin releasing it). Two schedext processes with that file
+// (leader election) as schedext's ServiceAccount with deploy/'s RBAC; a pool
+// of clients POSTs ExtenderBindingArgs for 1,000 pending GPU pods to
+// /<profile>/bind of BOTH processes, as kube-scheduler does through the
 // Service; the leader is killed with SIGKILL (by PID) the moment it has
 // answered a fixed number of successes, with other binds in flight.
 //
@@ -17,9 +20,10 @@
 //   * a pod bound without a success reply is one whose reply was lost (the
 //     connection broke, e.g. the leader died mid-bind); a pod never answered
 //     with a lost reply is bound only if it got a success;
-//   * every bound pod carries the device annotations, and no device holds
-//     more GPU memory than it has (the pods ask for 25 % more than exists, so
-//     a double-booked device would show), nor any node more than its total;
+//   * every bound pod carries the device annotations of its convention, and
+//     no device holds more than it has — GPU memory (the pods ask for 25 %
+//     more than exists, so a double-booked device would show), and for HAMi
+//     also its split count and cores — nor any node more than its total;
 //   * the follower refused every bind until it took the lease (its replies
 //     before acquireTime are refusals, before the kill "not the leader"), the
 //     lease changed hands exactly once, after the kill, and the new leader then
@@ -52,6 +56,7 @@
 #include <vector>
 
 #include "control_plane/control_plane_suite.h"
+#include "control_plane/hami_lock_releaser.h"
 #include "control_plane/scheduler_e2e.h"
 #include "testing/loopback.h"
 
@@ -67,8 +72,6 @@ using WallClock = std::chrono::system_clock;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr std::string_view kNamespace = "gpu-failover";
-constexpr std::string_view kLease = "gpu-failover";
 // The gpushare device plugin's names (deploy/gpushare/schedext.yaml).
 constexpr char kGpuMem[] = "aliyun.com/gpu-mem";
 constexpr char kGpuCount[] = "aliyun.com/gpu-count";
@@ -77,41 +80,88 @@ constexpr char kPodMem[] = "ALIYUN_COM_GPU_MEM_POD";
 constexpr char kDevMem[] = "ALIYUN_COM_GPU_MEM_DEV";
 constexpr char kAssigned[] = "ALIYUN_COM_GPU_MEM_ASSIGNED";
 constexpr char kAssumeTime[] = "ALIYUN_COM_GPU_MEM_ASSUME_TIME";
+// HAMi's (deploy/hami/schedext.yaml).
+constexpr char kToAllocate[] = "hami.io/vgpu-devices-to-allocate";
+constexpr char kAllocated[] = "hami.io/vgpu-devices-allocated";
+constexpr char kVgpuNode[] = "hami.io/vgpu-node";
+constexpr char kBindPhase[] = "hami.io/bind-phase";
 
-// 10 nodes of 8 devices of 25 GiB: 2,000 GiB. The pods ask for 1, 2, 3, 4,
-// 1, ... GiB: 2,500 GiB, so the devices end up (nearly) full and binds are
-// refused for want of room; a device booked twice would exceed 25 GiB.
+// 10 nodes of 8 devices; 1,000 pods.
 constexpr int kNodes = 10;
 constexpr int kDevicesPerNode = 8;
-constexpr int kDeviceGiB = 25;
 constexpr int kPods = 1000;
-int RequestGiB(int pod) { return 1 + pod % 4; }
+
+// What one device may hold (0: not limited by that convention).
+struct DeviceLimits {
+  int memory = 0;  // GiB (gpushare) or MiB (HAMi)
+  int vgpus = 0;
+  int cores = 0;
+};
+
+// How much of a device one bound pod takes.
+struct DeviceUse {
+  int memory = 0;
+  int vgpus = 0;
+  int cores = 0;
+};
+
+// One device-plugin convention under test.
+struct Flavor {
+  std::string name;        // gtest parameter; namespace, lease and node prefix
+  std::string config;      // the shipped schedext configuration
+  std::string bind_path;   // /<profile>/bind
+  DeviceLimits device;
+  // The leader is killed right after answering this many successes: about
+  // half of what fits, so binds remain for the new leader.
+  int kill_after_successes = 0;
+  bool node_lock = false;  // HAMi: binds take hami.io/mutex.lock
+  std::string ns() const { return name + "-failover"; }
+  std::string NodeName(int node) const { return name + "-node-" + std::to_string(node); }
+};
+
+// gpushare: 8 devices of 25 GiB per node, 2,000 GiB. The pods ask for 1, 2,
+// 3, 4, 1, ... GiB: 2,500 GiB, so the devices end up (nearly) full and binds
+// are refused for want of room; a device booked twice would exceed 25 GiB.
+Flavor Gpushare() {
+  return {"gpushare", "deploy/gpushare/schedext.yaml", "/gpushare/bind", {25, 0, 0}, 350, false};
+}
+int GpushareGiB(int pod) { return 1 + pod % 4; }
+
+// HAMi: 8 devices of 24,000 MiB split 10 ways with 100 cores per node. The
+// pods ask for one vGPU of 1,000, 2,000, 3,000, 4,000, 1,000, ... MiB and 0,
+// 15, 30, 0, ... cores: memory (2,500,000 MiB asked of 1,920,000), vGPUs
+// (1,000 of 800) and cores all run out before the pods do.
+Flavor Hami() {
+  return {"hami", "deploy/hami/schedext.yaml", "/hami/bind", {24000, 10, 100}, 300, true};
+}
+int HamiMiB(int pod) { return 1000 * (1 + pod % 4); }
+int HamiCores(int pod) { return 15 * (pod % 3); }
 
 // Concurrent clients (kube-scheduler binds each pod in a goroutine of its
 // own; schedext queues them for its bind threads).
 constexpr int kClients = 16;
-// The leader is killed right after answering this many successes: about
-// half of what fits, so binds remain for the new leader.
-constexpr int kKillAfterSuccesses = 350;
 // Liveness bound of the whole bind workload (the takeover alone waits for
 // the lease: 15 s).
-constexpr auto kWorkloadBound = seconds(100);
+constexpr auto kWorkloadBound = seconds(150);
 // Pause after two refusals in a row (both replicas refused) or a lost reply.
 constexpr auto kBackoff = milliseconds(200);
+// Pause before retrying a node whose HAMi lock another pod holds (its device
+// plugin releases it once that pod is bound).
+constexpr auto kLockBackoff = milliseconds(20);
 
 std::string PodName(int pod) {
   char name[16];
   std::snprintf(name, sizeof name, "gpu-%04d", pod);
   return name;
 }
-std::string NodeName(int node) { return "gpu-node-" + std::to_string(node); }
 
-// What one POST /gpushare/bind came to.
+// What one POST /<profile>/bind came to.
 enum class Outcome {
   kBound,    // 200 {"Error":""}
   kRefused,  // not taken: connection refused, or 503 (not the leader)
   kLost,     // sent, but no whole reply (reset, EOF, timeout): in doubt
   kError,    // any other reply: the bind failed (no room, ...)
+  kLocked,   // HAMi: another pod holds the node's lock; retried on that node
 };
 
 struct Reply {
@@ -127,13 +177,13 @@ struct Reply {
 
 // One bind as kube-scheduler sends it (Connection: close: every bind on a
 // connection of its own, so a reset touches only the binds in flight).
-Reply PostBind(int port, const std::string& body) {
+Reply PostBind(int port, const std::string& path, const std::string& body) {
   Reply r;
   RawConnection c;
   if (!c.Connect(port)) {
     r.outcome = Outcome::kRefused;
     r.text = c.error();
-  } else if (!c.Send(BuildRequest("POST", "/gpushare/bind", body, {{"Connection", "close"}}))) {
+  } else if (!c.Send(BuildRequest("POST", path, body, {{"Connection", "close"}}))) {
     r.outcome = Outcome::kLost;
     r.text = c.error();
   } else {
@@ -152,6 +202,9 @@ Reply PostBind(int port, const std::string& body) {
         r.outcome = Outcome::kRefused;
       } else if (reply.status == 200 && j.is_object() && error.empty()) {
         r.outcome = Outcome::kBound;
+      } else if (reply.status == 200 && error.find("(hami.io/mutex.lock): held by ") !=
+                                            std::string::npos) {
+        r.outcome = Outcome::kLocked;
       } else {
         r.outcome = Outcome::kError;
       }
@@ -177,7 +230,7 @@ std::optional<WallClock::time_point> ParseMicroTime(const std::string& text) {
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-class GpuFailoverTest : public ControlPlaneSuite {
+class GpuFailoverTest : public ControlPlaneSuite, public ::testing::WithParamInterface<Flavor> {
  protected:
   static void SetUpTestSuite() {
     StatusOr<std::string> dir = e2e::MakeTempDir("schedext-gpu-failover-");
@@ -193,6 +246,8 @@ class GpuFailoverTest : public ControlPlaneSuite {
       return;
     }
     options.apiserver_flags = *audit;
+    // deploy/gpushare's grants and deploy/hami's (patch nodes, for the lock).
+    options.rbac_manifests.push_back("deploy/hami/rbac.yaml");
     StartSharedControlPlane(std::move(options));
   }
   static void TearDownTestSuite() {
@@ -229,17 +284,17 @@ class GpuFailoverTest : public ControlPlaneSuite {
   }
   static std::string Identity(int replica) { return replica == 0 ? "replica-a" : "replica-b"; }
 
-  // deploy/gpushare/schedext.yaml as shipped, but on loopback, with this
-  // test's lease and identity, and without the client-side rate limit: its 20
-  // requests a second would hold 1,000 binds (two API calls each) to ~100 s.
+  // The flavor's shipped configuration, but on loopback, with this test's
+  // lease and identity, and without the client-side rate limit: its 20
+  // requests a second would hold 1,000 binds (two API calls each, HAMi's four)
+  // to 100 s and more.
   static StatusOr<std::string> Config(int replica) {
-    SCHEDEXT_ASSIGN_OR_RETURN(std::string shipped,
-                              e2e::ReadSourceFile("deploy/gpushare/schedext.yaml"));
+    SCHEDEXT_ASSIGN_OR_RETURN(std::string shipped, e2e::ReadSourceFile(GetParam().config));
     return e2e::MergeYaml(shipped,
                           "server:\n  statusListen: \"127.0.0.1:0\"\n"
                           "cluster:\n  qps: 10000\n  burst: 10000\n"
                           "  leaderElection:\n    leaseName: " +
-                              std::string(kLease) + "\n    identity: " + Identity(replica) + "\n");
+                              GetParam().ns() + "\n    identity: " + Identity(replica) + "\n");
   }
 
   Status StartReplica(int replica, std::function<bool(SchedextProcess&)> ready) {
@@ -258,31 +313,92 @@ class GpuFailoverTest : public ControlPlaneSuite {
   json Lease() const {
     StatusOr<ApiReply> r = cp().AdminRequest("GET", "/apis/coordination.k8s.io/v1/namespaces/" +
                                                         cp().options().schedext_namespace +
-                                                        "/leases/" + std::string(kLease));
+                                                        "/leases/" + GetParam().ns());
     if (!r.ok() || r->status != 200) return json();
     return json::parse(r->body, nullptr, false);
+  }
+
+  // Node n as the flavor's device plugin registers it: gpushare's memory and
+  // count resources; HAMi's register annotation (8 devices), a fresh
+  // handshake and devices × splits nvidia.com/gpu.
+  void CreateGpuNode(int n) const {
+    const Flavor& flavor = GetParam();
+    std::map<std::string, std::string> capacity = {
+        {"cpu", "64"}, {"memory", "256Gi"}, {"pods", "500"}};  // at most 200 fit
+    if (flavor.node_lock) {
+      capacity["nvidia.com/gpu"] = std::to_string(kDevicesPerNode * flavor.device.vgpus);
+    } else {
+      capacity[kGpuMem] = std::to_string(kDevicesPerNode * flavor.device.memory);
+      capacity[kGpuCount] = std::to_string(kDevicesPerNode);
+    }
+    const std::string name = flavor.NodeName(n);
+    const Status s = e2e::CreateReadyNode(cp(), {name, capacity, {}, {}, "True"});
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    if (!flavor.node_lock) return;
+    std::string devices;
+    for (int d = 0; d < kDevicesPerNode; ++d) {
+      devices += Uuid(name, d) + "," + std::to_string(flavor.device.vgpus) + "," +
+                 std::to_string(flavor.device.memory) + "," +
+                 std::to_string(flavor.device.cores) + ",NVIDIA-A100," + std::to_string(d / 4) +
+                 ",true," + std::to_string(d) + ",hami-core:";
+    }
+    json patch;
+    patch["metadata"]["annotations"]["hami.io/node-nvidia-register"] = devices;
+    patch["metadata"]["annotations"]["hami.io/node-handshake"] = "Reported_2026-01-01 00:00:00";
+    const auto r = cp().AdminRequest("PATCH", "/api/v1/nodes/" + name, patch.dump());
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->status, 200) << r->body;
+  }
+  static std::string Uuid(const std::string& node, int device) {
+    return "GPU-" + node + "-" + std::to_string(device);
+  }
+
+  // The device a pod bound on `node` was given and what it takes of it, from
+  // its annotations as the flavor's device plugin reads them.
+  void ReadAllocation(const json& a, const std::string& node, int pod, int& device,
+                      DeviceUse& use) const {
+    const Flavor& flavor = GetParam();
+    if (!flavor.node_lock) {
+      ASSERT_TRUE(a.contains(kIdx) && a.contains(kPodMem) && a.contains(kDevMem) &&
+                  a.contains(kAssigned) && a.contains(kAssumeTime))
+          << "bound on " << node << " with annotations " << a.dump();
+      device = std::stoi(a[kIdx].get<std::string>());
+      EXPECT_EQ(a[kPodMem].get<std::string>(), std::to_string(GpushareGiB(pod)));
+      EXPECT_EQ(a[kDevMem].get<std::string>(), std::to_string(flavor.device.memory));
+      use = {GpushareGiB(pod), 1, 0};
+    } else {
+      ASSERT_TRUE(a.contains(kToAllocate) && a.contains(kAllocated) && a.contains(kVgpuNode) &&
+                  a.contains(kBindPhase))
+          << "bound on " << node << " with annotations " << a.dump();
+      // One container, one vGPU: "<uuid>,NVIDIA,<MiB>,<cores>:;".
+      const std::string allocation = a[kToAllocate].get<std::string>();
+      EXPECT_EQ(a[kAllocated].get<std::string>(), allocation);
+      EXPECT_EQ(a[kVgpuNode].get<std::string>(), node);
+      EXPECT_EQ(a[kBindPhase].get<std::string>(), "allocating");
+      const std::string uuid = allocation.substr(0, allocation.find(','));
+      EXPECT_EQ(allocation, uuid + ",NVIDIA," + std::to_string(HamiMiB(pod)) + "," +
+                                std::to_string(HamiCores(pod)) + ":;");
+      const std::string prefix = Uuid(node, 0).substr(0, Uuid(node, 0).size() - 1);
+      ASSERT_EQ(uuid.rfind(prefix, 0), 0U) << "a device of another node: " << allocation;
+      device = std::stoi(uuid.substr(prefix.size()));
+      use = {HamiMiB(pod), 1, HamiCores(pod)};
+    }
+    EXPECT_GE(device, 0);
+    EXPECT_LT(device, kDevicesPerNode);
   }
 
   std::array<std::unique_ptr<SchedextProcess>, 2> replicas_;
 };
 
-TEST_F(GpuFailoverTest, ThousandConcurrentBindsAcrossAKillNineOfTheLeaderNeverOverAllocate) {
+TEST_P(GpuFailoverTest, ThousandConcurrentBindsAcrossAKillNineOfTheLeaderNeverOverAllocate) {
+  const Flavor& flavor = GetParam();
+  const std::string ns = flavor.ns();
   const auto test_start = Clock::now();
   // ---- The cluster: GPU nodes as the device plugin advertises them, and the
   // pending pods (created before schedext starts, so both caches list them).
-  ASSERT_TRUE(cp().CreateNamespace(kNamespace).ok());
+  ASSERT_TRUE(cp().CreateNamespace(ns).ok());
   for (int n = 0; n < kNodes; ++n) {
-    const Status s = e2e::CreateReadyNode(
-        cp(), {NodeName(n),
-               {{"cpu", "64"},
-                {"memory", "256Gi"},
-                {"pods", "500"},  // at most 200 fit (1 GiB each)
-                {std::string(kGpuMem), std::to_string(kDevicesPerNode * kDeviceGiB)},
-                {std::string(kGpuCount), std::to_string(kDevicesPerNode)}},
-               {},
-               {},
-               "True"});
-    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_NO_FATAL_FAILURE(CreateGpuNode(n));
   }
   std::vector<std::string> uids(kPods);
   {
@@ -292,11 +408,17 @@ TEST_F(GpuFailoverTest, ThousandConcurrentBindsAcrossAKillNineOfTheLeaderNeverOv
       creators.emplace_back([&, t] {
         for (int i = t; i < kPods && errors[t].empty(); i += 8) {
           e2e::PodSpec p;
-          p.namespace_name = std::string(kNamespace);
+          p.namespace_name = ns;
           p.name = PodName(i);
-          // The gpushare convention: a limit, which the API server copies
-          // into the request.
-          p.limits = {{std::string(kGpuMem), std::to_string(RequestGiB(i))}};
+          // Both conventions ask in limits, which the API server copies into
+          // the requests.
+          if (flavor.node_lock) {
+            p.limits = {{"nvidia.com/gpu", "1"},
+                        {"nvidia.com/gpumem", std::to_string(HamiMiB(i))},
+                        {"nvidia.com/gpucores", std::to_string(HamiCores(i))}};
+          } else {
+            p.limits = {{std::string(kGpuMem), std::to_string(GpushareGiB(i))}};
+          }
           StatusOr<std::string> uid = e2e::CreatePod(cp(), p);
           if (uid.ok() && !uid->empty()) {
             uids[i] = *uid;
@@ -327,11 +449,20 @@ TEST_F(GpuFailoverTest, ThousandConcurrentBindsAcrossAKillNineOfTheLeaderNeverOv
   ASSERT_GT(pids[0], 0);
   ASSERT_GT(pids[1], 0);
 
+  // HAMi's device plugin releases each node's lock once the pod named there
+  // is bound.
+  std::vector<std::unique_ptr<e2e::LockReleaser>> plugins;
+  for (int n = 0; flavor.node_lock && n < kNodes; ++n) {
+    plugins.push_back(
+        std::make_unique<e2e::LockReleaser>(cp(), flavor.NodeName(n), milliseconds(10)));
+  }
+
   // ---- The binds. Each client takes the next pod and binds it as
   // kube-scheduler would: a refusal (503, connection refused) is retried on
   // the other replica; a lost reply is retried on the same node (the bind may
-  // have gone through: a retried bind of a bound pod is a success); any
-  // other error sends the pod to the next node; no node left: unschedulable.
+  // have gone through: a retried bind of a bound pod is a success); a node
+  // whose HAMi lock another pod holds is retried after a pause; any other
+  // error sends the pod to the next node; no node left: unschedulable.
   std::atomic<int> next_pod{0};
   std::atomic<int> successes{0};
   std::atomic<int> killed{-1};
@@ -358,10 +489,10 @@ TEST_F(GpuFailoverTest, ThousandConcurrentBindsAcrossAKillNineOfTheLeaderNeverOv
           const int node = (pod + node_try) % kNodes;
           const int replica = (pod + request++) % 2;
           const json args = {{"PodName", PodName(pod)},
-                             {"PodNamespace", std::string(kNamespace)},
+                             {"PodNamespace", ns},
                              {"PodUID", uids[pod]},
-                             {"Node", NodeName(node)}};
-          Reply r = PostBind(ports[replica], args.dump());
+                             {"Node", flavor.NodeName(node)}};
+          Reply r = PostBind(ports[replica], flavor.bind_path, args.dump());
           r.pod = pod;
           r.node = node;
           r.replica = replica;
@@ -370,7 +501,7 @@ TEST_F(GpuFailoverTest, ThousandConcurrentBindsAcrossAKillNineOfTheLeaderNeverOv
           switch (outcome) {
             case Outcome::kBound:
               done = true;
-              if (successes.fetch_add(1) + 1 == kKillAfterSuccesses) {
+              if (successes.fetch_add(1) + 1 == flavor.kill_after_successes) {
                 // kill -9 of the replica that just answered: the leader, by
                 // PID, with the other clients' binds in flight.
                 kill_at_wall_ns = WallClock::now().time_since_epoch().count();
@@ -393,12 +524,22 @@ TEST_F(GpuFailoverTest, ThousandConcurrentBindsAcrossAKillNineOfTheLeaderNeverOv
               refused_in_a_row = 0;
               ++node_try;
               break;
+            case Outcome::kLocked:
+              refused_in_a_row = 0;
+              std::this_thread::sleep_for(kLockBackoff);
+              break;
           }
         }
       }
     });
   }
   for (std::thread& t : clients) t.join();
+  std::vector<std::string> plugin_errors;
+  for (const auto& plugin : plugins) {
+    for (const std::string& e : plugin->errors()) plugin_errors.push_back(e);
+  }
+  plugins.clear();  // stops them
+  EXPECT_TRUE(plugin_errors.empty()) << ::testing::PrintToString(plugin_errors);
   const double workload_seconds = Seconds(Clock::now() - workload_start);
   ASSERT_EQ(killed.load(), 0) << "the kill was not reached, or killed the follower";
   replicas_[0]->Kill();  // reaps it
@@ -429,6 +570,7 @@ TEST_F(GpuFailoverTest, ThousandConcurrentBindsAcrossAKillNineOfTheLeaderNeverOv
   int refused_during_takeover = 0;  // after the kill, before b's first success
   int lost = 0;
   int errors = 0;
+  int locked = 0;
   std::optional<Clock::time_point> first_after_kill;
   std::map<int, int> statuses;
   for (const Reply& r : all) {
@@ -457,6 +599,9 @@ TEST_F(GpuFailoverTest, ThousandConcurrentBindsAcrossAKillNineOfTheLeaderNeverOv
       case Outcome::kError:
         ++errors;
         break;
+      case Outcome::kLocked:
+        ++locked;
+        break;
     }
     // The follower served nothing before it held the lease, and before the
     // kill it refused every bind, saying why.
@@ -467,7 +612,7 @@ TEST_F(GpuFailoverTest, ThousandConcurrentBindsAcrossAKillNineOfTheLeaderNeverOv
     if (r.replica == 1 && r.received < kill_at && r.outcome != Outcome::kLost) {
       EXPECT_EQ(r.http_status, 503) << PodName(r.pod) << ": " << r.text;
       EXPECT_NE(r.text.find("not the leader: lease " + cp().options().schedext_namespace + "/" +
-                            std::string(kLease) + " is held by replica-a"),
+                            ns + " is held by replica-a"),
                 std::string::npos)
           << r.text;
     }
@@ -478,7 +623,7 @@ TEST_F(GpuFailoverTest, ThousandConcurrentBindsAcrossAKillNineOfTheLeaderNeverOv
           << PodName(r.pod) << ": " << r.http_status << " " << r.text;
     }
   }
-  EXPECT_GE(bound_by[0], kKillAfterSuccesses);
+  EXPECT_GE(bound_by[0], flavor.kill_after_successes);
   EXPECT_GT(bound_by[1], 0);
   EXPECT_GT(refused_by_follower_before_kill, 0);
 
@@ -501,7 +646,7 @@ TEST_F(GpuFailoverTest, ThousandConcurrentBindsAcrossAKillNineOfTheLeaderNeverOv
       const json e = json::parse(line, nullptr, false);
       if (!e.is_object()) continue;
       const json ref = e.value("objectRef", json::object());
-      if (ref.value("subresource", "") != "binding" || ref.value("namespace", "") != kNamespace ||
+      if (ref.value("subresource", "") != "binding" || ref.value("namespace", "") != ns ||
           e.value("verb", "") != "create") {
         continue;
       }
@@ -520,15 +665,15 @@ TEST_F(GpuFailoverTest, ThousandConcurrentBindsAcrossAKillNineOfTheLeaderNeverOv
     }
   }
   StatusOr<ApiReply> listed =
-      cp().AdminRequest("GET", "/api/v1/namespaces/" + std::string(kNamespace) + "/pods");
+      cp().AdminRequest("GET", "/api/v1/namespaces/" + ns + "/pods");
   ASSERT_TRUE(listed.ok()) << listed.status().ToString();
   ASSERT_EQ(listed->status, 200) << listed->body;
   const json pods = json::parse(listed->body, nullptr, false);
   ASSERT_TRUE(pods.is_object() && pods["items"].is_array());
   ASSERT_EQ(pods["items"].size(), static_cast<size_t>(kPods));
 
-  std::map<std::pair<std::string, int>, int> device_gib;  // (node, device) -> GiB
-  std::map<std::string, int> node_gib;
+  std::map<std::pair<std::string, int>, DeviceUse> device_use;  // (node, device)
+  std::map<std::string, int> node_memory;
   int bound_pods = 0;
   int bound_without_success = 0;       // lost replies whose bind went through
   int lost_but_bound_by_the_dead = 0;  // ... then answered success on a retry
@@ -541,7 +686,8 @@ TEST_F(GpuFailoverTest, ThousandConcurrentBindsAcrossAKillNineOfTheLeaderNeverOv
     const Bindings& b = bindings[name];
     const auto success = success_of.find(index);
     if (success != success_of.end()) {
-      EXPECT_EQ(node, NodeName(success->second->node)) << "answered success for another node";
+      EXPECT_EQ(node, flavor.NodeName(success->second->node))
+          << "answered success for another node";
       EXPECT_EQ(b.users, std::set<std::string>{cp().schedext_user()});
       // The dead leader's Binding (received before the kill, or never
       // answered; the clocks are the same machine's), confirmed by a retry
@@ -574,30 +720,42 @@ TEST_F(GpuFailoverTest, ThousandConcurrentBindsAcrossAKillNineOfTheLeaderNeverOv
     }
     // The device annotations, as the device plugin reads them.
     const json a = pod["metadata"].value("annotations", json::object());
-    ASSERT_TRUE(a.contains(kIdx) && a.contains(kPodMem) && a.contains(kDevMem) &&
-                a.contains(kAssigned) && a.contains(kAssumeTime))
-        << "bound on " << node << " with annotations " << a.dump();
-    const int device = std::stoi(a[kIdx].get<std::string>());
-    EXPECT_GE(device, 0);
-    EXPECT_LT(device, kDevicesPerNode);
-    EXPECT_EQ(a[kPodMem].get<std::string>(), std::to_string(RequestGiB(index)));
-    EXPECT_EQ(a[kDevMem].get<std::string>(), std::to_string(kDeviceGiB));
-    device_gib[{node, device}] += RequestGiB(index);
-    node_gib[node] += RequestGiB(index);
+    int device = -1;
+    DeviceUse use;
+    ASSERT_NO_FATAL_FAILURE(ReadAllocation(a, node, index, device, use));
+    DeviceUse& on_device = device_use[{node, device}];
+    on_device.memory += use.memory;
+    on_device.vgpus += use.vgpus;
+    on_device.cores += use.cores;
+    node_memory[node] += use.memory;
   }
   EXPECT_EQ(bound_pods, bound_by[0] + bound_by[1] + bound_without_success);
+  const DeviceLimits& limits = flavor.device;
   int used = 0;
   int full_devices = 0;
-  for (const auto& [device, gib] : device_gib) {
-    EXPECT_LE(gib, kDeviceGiB) << device.first << " GPU " << device.second << " holds " << gib
-                               << " GiB of " << kDeviceGiB;
-    used += gib;
-    full_devices += gib == kDeviceGiB ? 1 : 0;
+  for (const auto& [device, u] : device_use) {
+    const std::string where = device.first + " GPU " + std::to_string(device.second);
+    EXPECT_LE(u.memory, limits.memory) << where << " holds " << u.memory << " of "
+                                       << limits.memory;
+    if (limits.vgpus > 0) {
+      EXPECT_LE(u.vgpus, limits.vgpus) << where << " vGPUs";
+    }
+    if (limits.cores > 0) {
+      EXPECT_LE(u.cores, limits.cores) << where << " cores";
+    }
+    used += u.memory;
+    full_devices += u.memory == limits.memory || (limits.vgpus > 0 && u.vgpus == limits.vgpus) ||
+                            (limits.cores > 0 && u.cores == limits.cores)
+                        ? 1
+                        : 0;
   }
-  for (const auto& [node, gib] : node_gib) {
-    EXPECT_LE(gib, kDevicesPerNode * kDeviceGiB) << node;
+  for (const auto& [node, memory] : node_memory) {
+    EXPECT_LE(memory, kDevicesPerNode * limits.memory) << node;
   }
-  const std::vector<std::string> over = e2e::OverAllocatedNodes(cp());
+  // Node-level too: CPU, memory, pods, and the devices' counts (gpushare's
+  // gpu-mem, HAMi's nvidia.com/gpu vGPUs).
+  const std::vector<std::string> over =
+      e2e::OverAllocatedNodes(cp(), {"nvidia.com/gpumem", "nvidia.com/gpucores"});
   EXPECT_TRUE(over.empty()) << ::testing::PrintToString(over);
 
   std::cout << "[ measured ] " << all.size() << " bind requests from " << kClients << " clients in "
@@ -615,9 +773,11 @@ TEST_F(GpuFailoverTest, ThousandConcurrentBindsAcrossAKillNineOfTheLeaderNeverOv
             << " binds refused meanwhile (503 or connection refused); lease acquired "
             << std::chrono::duration<double>(*acquired - kill_at_wall).count()
             << " s after the kill\n";
-  std::cout << "[ measured ] GPU memory bound: " << used << " of "
-            << kNodes * kDevicesPerNode * kDeviceGiB << " GiB (" << full_devices << " of "
-            << kNodes * kDevicesPerNode << " devices full, none over); HTTP statuses:";
+  std::cout << "[ measured ] " << flavor.name << ": GPU memory bound: " << used << " of "
+            << kNodes * kDevicesPerNode * limits.memory << (flavor.node_lock ? " MiB (" : " GiB (")
+            << full_devices << " of " << kNodes * kDevicesPerNode
+            << " devices full in memory, vGPUs or cores, none over); " << locked
+            << " binds waited for a node lock; HTTP statuses:";
   for (const auto& [status, count] : statuses) std::cout << " " << status << "×" << count;
   std::cout << "\n";
 
@@ -626,6 +786,9 @@ TEST_F(GpuFailoverTest, ThousandConcurrentBindsAcrossAKillNineOfTheLeaderNeverOv
   EXPECT_EQ(replicas_[1]->exit_code(), 0) << FileTail(replicas_[1]->log_path());
   std::cout << "[ measured ] whole test " << Seconds(Clock::now() - test_start) << " s\n";
 }
+
+INSTANTIATE_TEST_SUITE_P(Conventions, GpuFailoverTest, ::testing::Values(Gpushare(), Hami()),
+                         [](const ::testing::TestParamInfo<Flavor>& p) { return p.param.name; });
 
 }  // namespace
 }  // namespace schedext::testing

@@ -551,7 +551,8 @@ std::optional<int64_t> MilliValue(std::string_view quantity) {
   return milli;
 }
 
-std::vector<std::string> OverAllocatedNodes(const ControlPlane& cp) {
+std::vector<std::string> OverAllocatedNodes(const ControlPlane& cp,
+                                            const std::set<std::string>& per_device) {
   std::vector<std::string> out;
   auto r = cp.AdminRequest("GET", "/api/v1/nodes");
   if (!r.ok() || r->status != 200) return {"cannot list nodes"};
@@ -565,6 +566,7 @@ std::vector<std::string> OverAllocatedNodes(const ControlPlane& cp) {
     for (const json& c : pod["spec"]["containers"]) {
       const json requests = c["resources"].value("requests", json::object());
       for (const auto& [res, q] : requests.items()) {
+        if (per_device.count(res) != 0) continue;
         const auto v = MilliValue(q.get<std::string>());
         if (!v) {
           out.push_back("unparsable quantity " + q.dump());

@@ -27,6 +27,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -230,7 +231,10 @@ std::vector<std::string> FailedSchedulingEvents(const ControlPlane& cp, std::str
 
 // Every node whose bound pods request more than its allocatable of some
 // resource (pods counted too), described; empty when nothing is over-allocated.
-std::vector<std::string> OverAllocatedNodes(const ControlPlane& cp);
+// `per_device`: resources no node advertises because their device plugin
+// accounts them per device (HAMi's nvidia.com/gpumem and gpucores): skipped.
+std::vector<std::string> OverAllocatedNodes(const ControlPlane& cp,
+                                            const std::set<std::string>& per_device = {});
 
 // A Kubernetes quantity ("500m", "2", "64Mi", "1.5Gi") in thousandths of its
 // unit; nullopt when not understood.
