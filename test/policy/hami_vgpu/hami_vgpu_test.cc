@@ -147,6 +147,16 @@ TEST(HamiVgpuTest, HooksAndArgs) {
             StatusCode::kInvalidArgument);
   EXPECT_EQ(NewHamiVgpu(json::parse(R"({"colour": 1})"), context).status().code(),
             StatusCode::kInvalidArgument);
+
+  // HAMi's node lock: 5 minutes unless HAMI_NODELOCK_EXPIRE's value is given.
+  ASSERT_TRUE(policy->AsReserver()->NodeLock().has_value());
+  EXPECT_EQ(policy->AsReserver()->NodeLock()->annotation, "hami.io/mutex.lock");
+  EXPECT_EQ(policy->AsReserver()->NodeLock()->expiry, std::chrono::seconds(300));
+  std::unique_ptr<Policy> ten = MustCreate(R"({"nodeLockExpirySeconds": 600})");
+  ASSERT_NE(ten, nullptr);
+  EXPECT_EQ(ten->AsReserver()->NodeLock()->expiry, std::chrono::seconds(600));
+  EXPECT_EQ(NewHamiVgpu(json::parse(R"({"nodeLockExpirySeconds": 0})"), context).status().code(),
+            StatusCode::kInvalidArgument);
 }
 
 // Every profile's instance shares one accounting slot and one route.

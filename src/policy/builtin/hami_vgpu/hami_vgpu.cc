@@ -64,9 +64,13 @@ class RequestData final : public StateData {
 class HamiVgpu final : public Policy, public FilterHook, public ScoreHook, public ReserveHook {
  public:
   // Registers the node summary when `handle` is not null.
-  HamiVgpu(ResourceNames names, NodePolicy node_policy, GpuPolicy gpu_policy, NodeStateSlot slot,
-           PolicyHandle* handle)
-      : names_(std::move(names)), node_policy_(node_policy), gpu_policy_(gpu_policy), slot_(slot) {
+  HamiVgpu(ResourceNames names, NodePolicy node_policy, GpuPolicy gpu_policy,
+           std::chrono::seconds lock_expiry, NodeStateSlot slot, PolicyHandle* handle)
+      : names_(std::move(names)),
+        node_policy_(node_policy),
+        gpu_policy_(gpu_policy),
+        lock_expiry_(lock_expiry),
+        slot_(slot) {
     if (handle != nullptr) {
       summary_ = handle->AddNodeSummary<hami::VgpuSummary>(
           [slot, count = names_.count](const model::NodeInfo& node) {
@@ -269,8 +273,7 @@ class HamiVgpu final : public Policy, public FilterHook, public ScoreHook, publi
   }
 
   std::optional<NodeLockSpec> NodeLock() const override {
-    return NodeLockSpec{std::string(hami::kNodeLockAnnotation),
-                        std::chrono::seconds(hami::kNodeLockExpirySeconds)};
+    return NodeLockSpec{std::string(hami::kNodeLockAnnotation), lock_expiry_};
   }
 
  private:
@@ -341,6 +344,7 @@ class HamiVgpu final : public Policy, public FilterHook, public ScoreHook, publi
   const ResourceNames names_;
   const NodePolicy node_policy_;
   const GpuPolicy gpu_policy_;
+  const std::chrono::seconds lock_expiry_;
   const NodeStateSlot slot_;
   NodeSummarySlot<hami::VgpuSummary> summary_;  // set by the constructor only
 };
@@ -358,7 +362,7 @@ StatusOr<std::unique_ptr<Policy>> NewHamiVgpu(const nlohmann::json& args,
       ArgsReader::Make(args, context.args_path,
                        {"nodeSchedulerPolicy", "gpuSchedulerPolicy", "resourceCountName",
                         "resourceMemoryName", "resourceMemoryPercentageName", "resourceCoreName",
-                        "defaultMemory", "defaultCores"}));
+                        "defaultMemory", "defaultCores", "nodeLockExpirySeconds"}));
   SCHEDEXT_ASSIGN_OR_RETURN(std::optional<std::string_view> node_policy,
                             reader.Enum("nodeSchedulerPolicy", {"binpack", "spread"}));
   SCHEDEXT_ASSIGN_OR_RETURN(std::optional<std::string_view> gpu_policy,
@@ -383,6 +387,10 @@ StatusOr<std::unique_ptr<Policy>> NewHamiVgpu(const nlohmann::json& args,
                             reader.Int("defaultMemory", 0, std::numeric_limits<int32_t>::max()));
   SCHEDEXT_ASSIGN_OR_RETURN(std::optional<int64_t> default_cores,
                             reader.Int("defaultCores", 0, 100));
+  // HAMi's HAMI_NODELOCK_EXPIRE (its scheduler's --node-lock-timeout): the
+  // same value on both sides of a mixed install, or locks expire unevenly.
+  SCHEDEXT_ASSIGN_OR_RETURN(std::optional<int64_t> lock_expiry,
+                            reader.Int("nodeLockExpirySeconds", 1, 86400));
   names.default_memory = default_memory.value_or(0);
   names.default_cores = default_cores.value_or(0);
   const NodePolicy node = node_policy.value_or("binpack") == "spread" ? NodePolicy::kSpread
@@ -417,7 +425,9 @@ StatusOr<std::unique_ptr<Policy>> NewHamiVgpu(const nlohmann::json& args,
     slot = shared->slot;
   }
   return std::unique_ptr<Policy>(
-      std::make_unique<HamiVgpu>(std::move(names), node, gpu, slot, context.handle));
+      std::make_unique<HamiVgpu>(std::move(names), node, gpu,
+                                 std::chrono::seconds(lock_expiry.value_or(hami::kNodeLockExpirySeconds)),
+                                 slot, context.handle));
 }
 
 }  // namespace schedext::policy

@@ -26,6 +26,8 @@
 //   resourceCountName, resourceMemoryName, resourceMemoryPercentageName,
 //   resourceCoreName: non-empty strings (HAMi's defaults, protocol.h)
 //   defaultMemory, defaultCores: integers >= 0 (HAMi's defaults: 0)
+//   nodeLockExpirySeconds: 1..86400 (default 300): when a node lock counts as
+//     expired; set it to what HAMI_NODELOCK_EXPIRE says where HAMi sets one
 //
 // Filter (kError without the cluster cache: no node usage): a node without
 // usable devices is Unresolvable "node(s) have no HAMi vGPU devices"; a pod
@@ -46,7 +48,7 @@
 // seconds), hami.io/bind-phase "allocating". Refuses (kFailedPrecondition)
 // when the pod no longer fits. The bind cycle then takes HAMi's node lock
 // (NodeLock: hami.io/mutex.lock, "<RFC3339 time>,<namespace>,<pod>", free
-// after 5 minutes) before the Binding, as HAMi's scheduler does: the device
+// after nodeLockExpirySeconds) before the Binding, as HAMi's scheduler does: the device
 // plugin finds the pod to allocate through it and releases it.
 #ifndef SCHEDEXT_POLICY_BUILTIN_HAMI_VGPU_HAMI_VGPU_H_
 #define SCHEDEXT_POLICY_BUILTIN_HAMI_VGPU_HAMI_VGPU_H_
