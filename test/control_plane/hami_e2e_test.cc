@@ -58,9 +58,11 @@ class HamiE2eTest : public E2eSuite {
   // A node whose device plugin registered `devices` GPUs of `memory` MiB,
   // each split `splits` ways (text form), advertising devices × splits
   // nvidia.com/gpu as HAMi's plugin does; devices 0 means none registered.
-  void AddVgpuNode(const std::string& suffix, int devices, int splits, int memory) {
-    ASSERT_NO_FATAL_FAILURE(AddNode(
-        suffix, {{"cpu", "8"}, {"memory", "32Gi"}, {"nvidia.com/gpu", std::to_string(8)}}));
+  void AddVgpuNode(const std::string& suffix, int devices, int splits, int memory,
+                   int count_capacity = 8) {
+    ASSERT_NO_FATAL_FAILURE(AddNode(suffix, {{"cpu", "8"},
+                                             {"memory", "32Gi"},
+                                             {"nvidia.com/gpu", std::to_string(count_capacity)}}));
     if (devices == 0) return;
     std::string text;
     for (int d = 0; d < devices; ++d) {
@@ -85,6 +87,26 @@ class HamiE2eTest : public E2eSuite {
     p.scheduler_name = std::string(kHamiScheduler);
     p.limits = {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", std::to_string(memory)}};
     ASSERT_NO_FATAL_FAILURE(Create(p));
+  }
+
+  // A vGPU pod of `priority_class` bound to `node` at creation with HAMi's
+  // allocation of `memory` MiB on `node`'s device 0 (as HAMi's scheduler or
+  // schedext left it), so that schedext's accounting counts it there.
+  void CreateBoundVgpuPod(const std::string& name, const std::string& suffix, int memory,
+                          const std::string& priority_class) {
+    PodSpec p = Pod(name, {{"cpu", "100m"}});
+    p.scheduler_name = std::string(kHamiScheduler);
+    p.limits = {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", std::to_string(memory)}};
+    p.node_name = Node(suffix);
+    p.priority_class = priority_class;
+    json pod = json::parse(PodJson(p));
+    const std::string allocation = Uuid(suffix, 0) + ",NVIDIA," + std::to_string(memory) + ",0:;";
+    pod["metadata"]["annotations"] = {{"hami.io/vgpu-devices-allocated", allocation},
+                                      {"hami.io/vgpu-devices-to-allocate", allocation},
+                                      {"hami.io/vgpu-node", Node(suffix)},
+                                      {"hami.io/bind-phase", "success"}};
+    const auto created = cp().Create("/api/v1/namespaces/" + ns_ + "/pods", pod.dump());
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
   }
 
   // Waits for `names` to be bound and checks HAMi's annotations on each:
@@ -205,6 +227,84 @@ TEST_F(HamiE2eTest, VgpuPodsGetHamisAnnotationsAndNoDeviceOverflows) {
   std::sort(holders.begin(), holders.end());
   EXPECT_EQ(holders, (std::vector<std::string>{"late", "p0", "p1", "p2", "p3"}));
   EXPECT_TRUE(plugin.errors().empty()) << ::testing::PrintToString(plugin.errors());
+}
+
+// Preemption. kube-scheduler counts nvidia.com/gpu (one device split 2 per
+// node: 2) and proposes, on each full node, evicting the less important of
+// its two vGPU pods; whether that makes room for 6,000 MiB is a question of
+// device memory, which only schedext answers. On "room" the victim holds
+// 7,000 MiB of the 10,000 (8,000 free once it goes), on "tight" 2,000 (3,000
+// free): schedext keeps "room" with its victim and drops "tight", saying so
+// in a SchedextPreemption event; the preemptor lands on "room".
+TEST_F(HamiE2eTest, PreemptionKeepsOnlyNodesWhereTheVictimsDeviceMemoryMakesRoom) {
+  for (const auto& [name, value] :
+       std::vector<std::pair<std::string, int>>{{"hami-low", 100}, {"hami-mid", 200},
+                                                {"hami-high", 1000}}) {
+    const Status s = EnsurePriorityClass(cp(), name, value);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  ASSERT_NO_FATAL_FAILURE(AddVgpuNode("room", 1, 2, 10000, 2));
+  ASSERT_NO_FATAL_FAILURE(AddVgpuNode("tight", 1, 2, 10000, 2));
+  LockReleaser room_plugin(cp(), Node("room"));
+  ASSERT_NO_FATAL_FAILURE(CreateBoundVgpuPod("low-room", "room", 7000, "hami-low"));
+  ASSERT_NO_FATAL_FAILURE(CreateBoundVgpuPod("mid-room", "room", 2000, "hami-mid"));
+  ASSERT_NO_FATAL_FAILURE(CreateBoundVgpuPod("low-tight", "tight", 2000, "hami-low"));
+  ASSERT_NO_FATAL_FAILURE(CreateBoundVgpuPod("mid-tight", "tight", 7000, "hami-mid"));
+  // schedext's cache counts all four before the preemptor comes.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const auto [status, body] = HttpGet(schedext().port(), "/hami/inspect");
+        return status == 200 && body.find("low-tight") != std::string::npos &&
+               body.find("mid-room") != std::string::npos &&
+               body.find("low-room") != std::string::npos &&
+               body.find("mid-tight") != std::string::npos;
+      },
+      std::chrono::seconds(10)))
+      << HttpGet(schedext().port(), "/hami/inspect").second;
+  const std::string low_room_uid = GetPod(cp(), ns_, "low-room")["metadata"].value("uid", "");
+
+  PodSpec high = Pod("high", {{"cpu", "100m"}});
+  high.scheduler_name = std::string(kHamiScheduler);
+  high.priority_class = "hami-high";
+  high.limits = {{"nvidia.com/gpu", "1"}, {"nvidia.com/gpumem", "6000"}};
+  ASSERT_NO_FATAL_FAILURE(Create(high));
+  const auto bound = WaitForNodeNames(cp(), ns_, {"high"}, kScheduleTimeout);
+  ASSERT_EQ(bound.count("high") ? bound.at("high") : "", Node("room"))
+      << GetPod(cp(), ns_, "high").dump();
+
+  // The victim on "room" is gone (or going); every other pod is untouched.
+  const json victim = GetPod(cp(), ns_, "low-room");
+  EXPECT_TRUE(victim.is_null() || victim["metadata"].value("uid", "") != low_room_uid ||
+              victim["metadata"].contains("deletionTimestamp"))
+      << victim.dump();
+  for (const char* kept : {"mid-room", "low-tight", "mid-tight"}) {
+    const json pod = GetPod(cp(), ns_, kept);
+    ASSERT_TRUE(pod.is_object()) << kept;
+    EXPECT_FALSE(pod["metadata"].contains("deletionTimestamp")) << kept;
+  }
+  ExpectNoDeviceOverAllocated();
+
+  // Why "tight" was dropped, on the preemptor.
+  json event;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto r = cp().AdminRequest("GET", "/apis/events.k8s.io/v1/namespaces/" + ns_ +
+                                              "/events?fieldSelector=reason%3DSchedextPreemption");
+        if (!r.ok() || r->status != 200) return false;
+        const json list = json::parse(r->body, nullptr, false);
+        if (!list.is_object() || list.value("items", json::array()).empty()) return false;
+        event = list["items"][0];
+        return true;
+      },
+      std::chrono::seconds(10)));
+  Note("SchedextPreemption: " + event.value("note", ""));
+  EXPECT_EQ(event["regarding"].value("name", ""), "high");
+  EXPECT_EQ(event.value("type", ""), "Normal");
+  EXPECT_EQ(event.value("note", ""),
+            "Preemption by profile hami: kept 1 of 2 candidate nodes. " + Node("tight") +
+                ": dropped: HamiVgpu: Insufficient nvidia.com/gpumem (even after evicting all 1 "
+                "proposed pod).")
+      << event.dump();
 }
 
 }  // namespace

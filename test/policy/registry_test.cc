@@ -148,7 +148,7 @@ TEST(BuiltinPoliciesTest, EachBuildsUnderItsNameWithItsHooks) {
       {"MostAllocated", json::object(), false, true},
       {"BalancedAllocation", json::object(), false, true},
       {"GpuShare", json::object(), true, true, true, true},
-      {"HamiVgpu", json::object(), true, true, false, true},
+      {"HamiVgpu", json::object(), true, true, true, true},
       {"NodeLoad", json::parse(R"({"prometheus": {"url": "http://127.0.0.1:9"}})"), false, true},
       {"NodeLoad",
        json::parse(R"({"prometheus": {"url": "http://127.0.0.1:9"}, "hotCpuPercent": 90})"), true,

@@ -48,6 +48,8 @@ TEST(HamiDeployTest, SchedulerSendsHamiPodsToTheHamiProfile) {
   EXPECT_EQ(e["filterVerb"].as<std::string>(), "filter");
   EXPECT_EQ(e["prioritizeVerb"].as<std::string>(), "prioritize");
   EXPECT_EQ(e["bindVerb"].as<std::string>(), "bind");
+  // Without it kube-scheduler would evict vGPU pods by nvidia.com/gpu alone.
+  EXPECT_EQ(e["preemptVerb"].as<std::string>(), "preempt");
   EXPECT_TRUE(e["nodeCacheCapable"].as<bool>());
   EXPECT_FALSE(e["ignorable"].as<bool>());
   // kube-scheduler checks the count the nodes advertise and leaves the

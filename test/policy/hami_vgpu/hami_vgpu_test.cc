@@ -136,7 +136,8 @@ TEST(HamiVgpuTest, HooksAndArgs) {
   EXPECT_NE(policy->AsFilter(), nullptr);
   EXPECT_NE(policy->AsScorer(), nullptr);
   EXPECT_NE(policy->AsReserver(), nullptr);
-  EXPECT_EQ(policy->AsPreempter(), nullptr);
+  EXPECT_NE(policy->AsPreempter(), nullptr);
+  EXPECT_TRUE(policy->AsFilter()->EvictionCanHelp());
   PolicyContext context;
   context.handle = &NewHost();
   EXPECT_EQ(NewHamiVgpu(json::parse(R"({"gpuSchedulerPolicy": "topology"})"), context)
@@ -354,6 +355,53 @@ TEST(HamiVgpuTest, DetailNamesTheFreestDeviceAndTheShortfall) {
   EXPECT_EQ(detail(big, GpuNode(arena, "stale", kThreeGpus, {}, "Deleted_2024-01-01 00:00:00")),
             "the device plugin's hami.io/node-handshake is stale and allocatable nvidia.com/gpu "
             "is 0");
+}
+
+// Two devices of 10,000 MiB split 4 ways: a (6,000 MiB) on GPU-A, b (5,000)
+// and c (4,000) on GPU-B, d on neither. An 8,000 MiB vGPU fits only once
+// GPU-B is emptied (GPU-A keeps 4,000 free even without a), so b and c are
+// needed and a, the most important, is spared; d frees nothing here.
+TEST(HamiVgpuTest, PreemptionNeedsTheVictimsWhoseDeviceMakesRoom) {
+  TestArena arena;
+  std::unique_ptr<Policy> policy = MustCreate("{}");
+  const std::string_view two =
+      "GPU-A,4,10000,100,NVIDIA-A10,0,true,0,hami-core:GPU-B,4,10000,100,NVIDIA-A10,0,true,1,"
+      "hami-core:";
+  const auto placed = [&](std::string_view name, std::string_view allocated) {
+    PodBuilder builder(arena);
+    builder.Name(name).Container({}, {{"nvidia.com/gpu", 1}});
+    if (!allocated.empty()) builder.Annotation(hami::kAllocatedAnnotation, allocated);
+    return builder.Build();
+  };
+  const model::PodInfo a = placed("a", "GPU-A,NVIDIA,6000,0:;");
+  const model::PodInfo b = placed("b", "GPU-B,NVIDIA,5000,0:;");
+  const model::PodInfo c = placed("c", "GPU-B,NVIDIA,4000,0:;");
+  const model::PodInfo d = placed("d", "");
+  const model::NodeInfo node = GpuNode(arena, "n", two, {a, b, c});
+  const auto select = [&](const model::PodInfo& pod, const std::vector<model::PodInfo>& victims,
+                          std::vector<uint8_t>& needed) {
+    needed.assign(victims.size(), 1);
+    RequestState state;
+    return policy->AsPreempter()->SelectVictims(state, pod, node, victims, needed);
+  };
+  std::vector<uint8_t> needed;
+  const model::PodInfo big = VgpuPod(arena, 1, 8000);
+  ASSERT_EQ(RunFilter(*policy, big, node).first, Verdict::Code::kUnschedulable);
+  EXPECT_TRUE(select(big, {a, b, c, d}, needed).ok());
+  EXPECT_EQ(needed, (std::vector<uint8_t>{0, 1, 1, 0}));
+  // With a the least important, emptying GPU-A is the way: b and c stay.
+  EXPECT_TRUE(select(big, {d, c, b, a}, needed).ok());
+  EXPECT_EQ(needed, (std::vector<uint8_t>{0, 0, 0, 1}));
+  // Only one of GPU-B's pods proposed: not enough anywhere, the node drops.
+  Verdict verdict = select(big, {b, d}, needed);
+  EXPECT_EQ(verdict.code, Verdict::Code::kUnschedulable);
+  EXPECT_EQ(verdict.reason, "Insufficient nvidia.com/gpumem");
+  // Larger than any device: no eviction helps.
+  verdict = select(VgpuPod(arena, 1, 12000), {a, b, c}, needed);
+  EXPECT_FALSE(verdict.ok());
+  // A pod without vGPUs needs none of them.
+  EXPECT_TRUE(select(PodBuilder(arena).Container({{"cpu", 100}}).Build(), {a, b}, needed).ok());
+  EXPECT_EQ(needed, (std::vector<uint8_t>{0, 0}));
 }
 
 TEST(HamiVgpuTest, ReservationsCountAndReleaseThroughTheAccounting) {

@@ -8,6 +8,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -40,6 +41,7 @@ constexpr std::string_view kNeedsClusterCache =
     "HamiVgpu needs schedext's cluster cache (no Kubernetes API connection)";
 constexpr std::string_view kNoPreFilterState = "HamiVgpu: Filter ran without PreFilter";
 constexpr std::string_view kNoDevices = "node(s) have no HAMi vGPU devices";
+constexpr std::string_view kVictimsMismatch = "HamiVgpu: needed and victims differ in size";
 constexpr std::string_view kNeedsCluster =
     "the HamiVgpu policy needs the Kubernetes API (it counts vGPUs from the pods' annotations "
     "and annotates the pods it binds)";
@@ -61,7 +63,11 @@ class RequestData final : public StateData {
   int64_t now_unix = 0;
 };
 
-class HamiVgpu final : public Policy, public FilterHook, public ScoreHook, public ReserveHook {
+class HamiVgpu final : public Policy,
+                       public FilterHook,
+                       public ScoreHook,
+                       public PreemptHook,
+                       public ReserveHook {
  public:
   // Registers the node summary when `handle` is not null.
   HamiVgpu(ResourceNames names, NodePolicy node_policy, GpuPolicy gpu_policy,
@@ -91,6 +97,7 @@ class HamiVgpu final : public Policy, public FilterHook, public ScoreHook, publi
   }
   const FilterHook* AsFilter() const override { return this; }
   const ScoreHook* AsScorer() const override { return this; }
+  const PreemptHook* AsPreempter() const override { return this; }
   const ReserveHook* AsReserver() const override { return this; }
 
   Status PreFilter(RequestState& state, const model::PodInfo& pod) const override {
@@ -221,6 +228,94 @@ class HamiVgpu final : public Policy, public FilterHook, public ScoreHook, publi
       return 0;
     }
     return hami::NodeScore(facts, fit.after, data->node_policy);
+  }
+
+  // Evicting a pod frees what its allocation annotation holds: preempt asks
+  // SelectVictims instead of this filter.
+  bool EvictionCanHelp() const override { return true; }
+
+  // PreemptHook: the victims free what their hami.io/vgpu-devices-allocated
+  // holds on this node's devices. With every victim evicted the pod must fit
+  // (else the node is dropped, with the fit's reason); then victims are
+  // reprieved from the most important down while it still fits, so the ones
+  // left are the least important whose devices are needed. A victim holding
+  // nothing here is never needed by this policy.
+  Verdict SelectVictims(const RequestState& /*state*/, const model::PodInfo& preemptor,
+                        const model::NodeInfo& node, std::span<const model::PodInfo> victims,
+                        std::span<uint8_t> needed) const override {
+    if (node.usage == nullptr) {
+      return Verdict::Error(kNeedsClusterCache);
+    }
+    if (needed.size() != victims.size()) {
+      return Verdict::Error(kVictimsMismatch);
+    }
+    std::fill(needed.begin(), needed.end(), 0);
+    // No PreFilter ran (eviction can help this filter): the pod is read here.
+    // Preemption is rare; this allocates.
+    const std::unique_ptr<RequestData> data = Prepare(preemptor);
+    if (!data->asks) {
+      return Verdict::Success();
+    }
+    NodeDevices devices;
+    if (!DevicesOf(node, data->now_unix, devices)) {
+      return Verdict::Unresolvable(kNoDevices);
+    }
+    const size_t size = static_cast<size_t>(devices.size);
+    NodeUse base;
+    hami::UseOf(static_cast<const hami::VgpuNodeState*>(node.usage->states.Get(slot_)),
+                devices.view(), base);
+    // What each victim holds, by the devices' positions.
+    std::vector<NodeUse> held(victims.size());
+    std::vector<uint8_t> holds(victims.size(), 0);
+    for (size_t v = 0; v < victims.size(); ++v) {
+      for (size_t d = 0; d < size; ++d) held[v][d] = {0, 0, 0};
+      const std::optional<std::string_view> allocated =
+          victims[v].annotations.Find(hami::kAllocatedAnnotation);
+      if (!allocated.has_value()) continue;
+      hami::ForEachAllocated(*allocated, [&](const hami::AllocatedDevice& a) {
+        for (size_t d = 0; d < size; ++d) {
+          if (devices.devices[d].uuid == a.uuid) {
+            held[v][d].used += 1;
+            held[v][d].memory += a.memory;
+            held[v][d].cores += a.cores;
+            holds[v] = 1;
+            break;
+          }
+        }
+      });
+    }
+    // The misfit with the victims marked in `evicted` gone.
+    const auto misfit = [&](std::span<const uint8_t> evicted) {
+      NodeUse use;
+      for (size_t d = 0; d < size; ++d) {
+        use[d] = base[d];
+        for (size_t v = 0; v < evicted.size(); ++v) {
+          if (evicted[v] == 0) continue;
+          use[d].used = std::max<int64_t>(0, use[d].used - held[v][d].used);
+          use[d].memory = std::max<int64_t>(0, use[d].memory - held[v][d].memory);
+          use[d].cores = std::max<int64_t>(0, use[d].cores - held[v][d].cores);
+        }
+      }
+      NodeFacts facts;
+      hami::FactsOf(devices.view(), use, data->rules, facts);
+      return hami::FitPod(facts, data->request, data->rules.numa_bind, data->gpu_policy,
+                          hami::FitFor::kVerdict, [](const hami::Choice&) {})
+          .misfit;
+    };
+    std::vector<uint8_t> evicted = holds;
+    if (const Misfit m = misfit(evicted); m != Misfit::kNone) {
+      return hami::Unresolvable(m) ? Verdict::Unresolvable(hami::Reason(m))
+                                   : Verdict::Unschedulable(hami::Reason(m));
+    }
+    for (size_t v = 0; v < victims.size(); ++v) {
+      if (evicted[v] == 0) continue;
+      evicted[v] = 0;
+      if (misfit(evicted) != Misfit::kNone) {
+        evicted[v] = 1;
+      }
+    }
+    std::copy(evicted.begin(), evicted.end(), needed.begin());
+    return Verdict::Success();
   }
 
   Status Reserve(const model::PodInfo& pod, const model::NodeInfo& node,

@@ -40,6 +40,15 @@
 // Score: NodeScore (fit.h) of the node with the pod placed; 0 where it does
 // not fit.
 //
+// Preempt (SelectVictims; EvictionCanHelp, so preempt skips Filter): a victim
+// frees what its hami.io/vgpu-devices-allocated holds on this node's devices.
+// The node is dropped when the pod does not fit even with every victim gone
+// (the fit's reason); otherwise victims are reprieved from the most important
+// down while the pod still fits, and the rest are needed. kube-scheduler only
+// proposes victims its own filters need gone (the node's nvidia.com/gpu
+// count, cpu, memory): this trims and checks them against the devices; it
+// cannot add a victim for GPU memory or cores alone.
+//
 // Reserve (bind, in the cache's critical section): places the pod again on
 // the latest usage and appends, in this order, hami.io/vgpu-devices-to-allocate
 // and hami.io/vgpu-devices-allocated (the same text: one ";"-terminated entry
