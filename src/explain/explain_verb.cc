@@ -14,8 +14,13 @@ int ExplainVerb::Handle(const server::ExtenderService& service, const pipeline::
                         server::RequestSummary& summary) const {
   // A preemption body names its candidates in NodeNameTo(Meta)Victims; any
   // other body is explained as filter and prioritize would see it.
-  if (s.decoder.DecodePreemptionArgs(body, s.preemption).ok() &&
-      s.preemption.has_victims_map) {
+  const Status decoded = s.decoder.DecodePreemptionArgs(body, s.preemption);
+  if (s.preemption.has_victims_map) {
+    if (!decoded.ok()) {
+      summary.error = "explain: " + decoded.message();
+      wire::AppendErrorBody(summary.error, out);
+      return 400;
+    }
     const int status = service.DecidePreemption(profile, s, summary);
     if (status != 200) {
       summary.error = "explain: " + summary.error;

@@ -151,7 +151,9 @@ PreemptionExplanation ExplainPreemption(const pipeline::Profile& profile,
       victim.uid = std::string(victims[v].uid);
       victim.namespace_name = std::string(victims[v].namespace_name);
       victim.name = std::string(victims[v].name);
-      victim.evict = c.verdict != Verdict::kKeep || (v < d.needed.size() && d.needed[v] != 0);
+      // Evicted: what the reply names; a dropped node's victims are not in it.
+      victim.evict = c.verdict == Verdict::kUnchecked ||
+                     (c.verdict == Verdict::kKeep && v < d.needed.size() && d.needed[v] != 0);
       const uint64_t mask = v < d.needed_by.size() ? d.needed_by[v] : 0;
       for (size_t h = 0; h < preempters.size() && c.verdict == Verdict::kKeep; ++h) {
         if ((mask >> h) & 1) victim.needed_by.emplace_back(preempters[h]);

@@ -246,6 +246,7 @@ Status RequestDecoder::DecodePreemptionArgs(const RequestBuffer& body, Preemptio
         }
         victims_count = 0;
         victims_set = !map_null;
+        out.has_victims_map = out.has_victims_map || victims_set;
         return map_null || d.DecodeVictimsMap(value, out.nodes, victims_count, /*full=*/true);
       }
       if (KeyIs(key, "NodeNameToMetaVictims")) {
@@ -255,6 +256,7 @@ Status RequestDecoder::DecodePreemptionArgs(const RequestBuffer& body, Preemptio
         }
         meta_count = 0;
         meta_set = !map_null;
+        out.has_victims_map = out.has_victims_map || meta_set;
         return map_null || d.DecodeVictimsMap(value, d.meta_nodes, meta_count, /*full=*/false);
       }
       return true;
@@ -265,7 +267,6 @@ Status RequestDecoder::DecodePreemptionArgs(const RequestBuffer& body, Preemptio
     out.pod.Clear();
     return d.TakeError("PreemptionArgs");
   }
-  out.has_victims_map = victims_set || meta_set;
   if (victims_set) {
     out.full_pods = true;
     out.node_count = victims_count;

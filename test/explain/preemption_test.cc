@@ -115,7 +115,7 @@ json Expected(bool full_pods) {
        "why":"dropped: TaintToleration: node(s) had untolerated taint (eviction cannot change that)"},
       {"name":"n4","verdict":"drop","droppedBy":"NodeHealth","droppedByPreempt":false,
        "reason":"node(s) were not ready",
-       "victims":[{"uid":"uid-gone","namespace":null,"name":null,"evict":true,"neededBy":[]}],
+       "victims":[{"uid":"uid-gone","namespace":null,"name":null,"evict":false,"neededBy":[]}],
        "why":"dropped: NodeHealth: node(s) were not ready (eviction cannot change that)"},
       {"name":"ghost","verdict":"unchecked","droppedBy":null,"droppedByPreempt":false,
        "reason":null,"victims":[],
@@ -155,6 +155,15 @@ TEST_F(PreemptionExplainTest, ErrorsAnswerAsPreemptWould) {
             400);
   EXPECT_EQ(json::parse(out_)["Error"],
             "explain: decode ExtenderPreemptionArgs: /Pod: missing or null");
+  // A preemption body whose victims do not decode is a bad preemption body,
+  // not a filter body without nodes.
+  ASSERT_EQ(Call(Verb::kExplain,
+                 R"({"Pod":{"metadata":{"name":"p"}},"NodeNameToMetaVictims":{"n1":5}})"),
+            400)
+      << out_;
+  EXPECT_NE(json::parse(out_)["Error"].get<std::string>().find("PreemptionArgs"),
+            std::string::npos)
+      << out_;
   // Before the cache has synced.
   cluster::ClusterCache empty;
   server::ExtenderService unsynced(profiles_, 0, &empty, nullptr, nullptr);

@@ -51,7 +51,7 @@ struct ExplainedVictim {
   std::string uid;
   std::string namespace_name;  // empty: a MetaVictims UID the cache does not know
   std::string name;
-  bool evict = true;
+  bool evict = true;  // the reply names it (never on a dropped node)
   std::vector<std::string> needed_by;  // the preempt hooks that need it evicted
 };
 

@@ -65,6 +65,8 @@ struct PreemptionArgsView {
   bool full_pods = false;
   // NodeNameToVictims or NodeNameToMetaVictims was present and not null:
   // this is a preemption body (explain tells it from a filter body by this).
+  // Set as soon as the key is read, so also when its value then fails to
+  // decode.
   bool has_victims_map = false;
   // Request order. Only the first `node_count` entries are meaningful (the
   // rest are kept for reuse).
