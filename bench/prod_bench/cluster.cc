@@ -77,7 +77,7 @@ void Churn::Loop(int t) {
     httplib::Result res{nullptr, httplib::Error::Unknown};
     int ok_status = 200;
     const std::string& node = nodes_[(k * 7919) % nodes_.size()];
-    const std::string prefix = "churn-" + std::to_string(t) + "-";
+    const std::string prefix = name_prefix_ + std::to_string(t) + "-";
     switch (w.step % 4) {
       case 0:
         res = c->Patch("/api/v1/nodes/" + node + "/status",

@@ -40,9 +40,16 @@ class Churn {
   // `cpus`: where the writers run (--cpu-split: the control plane's side, as
   // the kubelets and controllers writing these objects are not on the
   // extender's cores); empty: anywhere.
+  // `name_prefix`: of the bound pods it creates (one Churn after another in
+  // the same cluster needs its own: the last one's pods are left bound).
   Churn(const ControlPlane& cp, const std::vector<std::string>& nodes, size_t pods, double rate,
-        std::vector<int> cpus)
-      : cp_(cp), nodes_(nodes), pods_(pods), rate_(rate), cpus_(std::move(cpus)) {}
+        std::vector<int> cpus, std::string name_prefix = "churn-")
+      : cp_(cp),
+        nodes_(nodes),
+        pods_(pods),
+        rate_(rate),
+        cpus_(std::move(cpus)),
+        name_prefix_(std::move(name_prefix)) {}
   ~Churn() { Stop(); }
 
   void Start() {
@@ -80,6 +87,7 @@ class Churn {
   const size_t pods_;
   const double rate_;
   const std::vector<int> cpus_;
+  const std::string name_prefix_;
   std::vector<std::thread> threads_;
   Writer writers_[kWriters];
   Clock::time_point started_;

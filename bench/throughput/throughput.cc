@@ -7,7 +7,8 @@
 //   schedext-throughput [--nodes 5000] [--pods 1000] [--rounds 2]
 //                       [--limits shipped,lifted]
 //                       [--configs none,decide,bind,gpu,none-all,decide-all]
-//                       [--clients 8] [--run-timeout 300] [--schedext BINARY]
+//                       (also gpu-none, gpu-decide) [--clients 8] [--churn 0]
+//                       [--run-timeout 300] [--schedext BINARY]
 //
 // The nodes (8 cpu, 32 Gi, 110 pods, and 4 GPUs of 16 GiB as the gpushare
 // device plugin advertises them) are created once. Then, for each client
@@ -18,6 +19,10 @@
 //   bind    the same, schedext binds (bindVerb)
 //   gpu     GpuShare (deploy/'s gpushare scheduler config), schedext binds;
 //           the pods ask for 1 GiB of aliyun.com/gpu-mem
+//   gpu-none, gpu-decide   the same GPU pods and scheduler config without
+//           the extender, and with it deciding while the scheduler binds:
+//           what GPU pods cost the scheduler itself, and what schedext's
+//           bind adds to its decision
 //   none-all, decide-all   none and decide with percentageOfNodesToScore:
 //           100 (every feasible node scored, every node name sent to schedext)
 // A run creates --pods pods at once from --clients connections into a fresh
@@ -31,7 +36,8 @@
 // spent per pod over the burst, schedext's bind errors, its 503s (binds
 // refused by server.maxPendingBinds), the scheduler's extender timeouts and
 // FailedScheduling events, and pods/s over "none" ("none-all" for the -all
-// configurations) of the same round. Exits 1
+// configurations, "gpu-none" for the gpu ones when it runs) of the same
+// round. Exits 1
 // when a pod was left unbound or a run failed; 77 (skipped) without the
 // control-plane binaries, unless CI=true.
 #include <algorithm>
@@ -51,6 +57,7 @@
 #include <vector>
 
 #include "control_plane/scheduler_e2e.h"
+#include "prod_bench/cluster.h"
 #include "prod_bench/measure.h"
 #include "schedext/cluster/http_kube_client.h"
 #include "testing/control_plane.h"
@@ -73,11 +80,22 @@ struct Options {
   std::string schedext_binary;  // empty: the one built with this benchmark
   std::vector<std::string> limits = {"shipped", "lifted"};
   std::vector<std::string> configs = {"none", "decide", "bind", "gpu", "none-all", "decide-all"};
+  // Watch churn during each burst, writes/s (0: none): prod_bench's Churn.
+  double churn = 0;
 };
 
 constexpr std::string_view kEveryNodeSuffix = "-all";
 
 bool ScoresEveryNode(std::string_view config) { return config.ends_with(kEveryNodeSuffix); }
+// GPU pods through deploy/'s gpushare scheduler configuration.
+bool GpuPods(std::string_view config) { return config.starts_with("gpu"); }
+// The "none" configuration a configuration's ratio is taken over.
+std::string BaselineOf(std::string_view config) {
+  if (ScoresEveryNode(config)) return "none-all";
+  if (GpuPods(config)) return "gpu-none";
+  return "none";
+}
+bool Baseline(std::string_view config) { return config == BaselineOf(config); }
 
 std::vector<std::string> SplitCommas(const std::string& s) {
   std::vector<std::string> out;
@@ -106,6 +124,9 @@ bool ParseOptions(int argc, char** argv, Options& o) {
       ok = int_arg(o.rounds, 1, 20);
     } else if (a == "--clients") {
       ok = int_arg(o.clients, 1, 64);
+    } else if (a == "--churn" && has_value) {
+      o.churn = std::atof(argv[++i]);
+      ok = o.churn >= 0 && o.churn <= 10000;
     } else if (a == "--run-timeout") {
       ok = int_arg(o.run_timeout_seconds, 10, 3600);
     } else if (a == "--schedext" && has_value) {
@@ -126,8 +147,8 @@ bool ParseOptions(int argc, char** argv, Options& o) {
     if (l != "shipped" && l != "lifted") return false;
   }
   for (const std::string& c : o.configs) {
-    if (c != "none" && c != "decide" && c != "bind" && c != "gpu" && c != "none-all" &&
-        c != "decide-all") {
+    if (c != "none" && c != "decide" && c != "bind" && c != "gpu" && c != "gpu-none" &&
+        c != "gpu-decide" && c != "none-all" && c != "decide-all") {
       return false;
     }
   }
@@ -165,12 +186,17 @@ struct RunResult {
   int64_t failed_scheduling = 0;
   double scheduler_cpu_ms_per_pod = 0;
   double schedext_cpu_ms_per_pod = 0;
+  size_t churn_writes = 0;
+  size_t churn_errors = 0;
+  double churn_seconds = 0;
+  std::string churn_first_error;
 };
 
 class Bench {
  public:
   Bench(ControlPlane& cp, const Options& o) : cp_(cp), o_(o) {
     if (!o_.schedext_binary.empty()) schedext_.set_binary(o_.schedext_binary);
+    for (int i = 0; i < o_.nodes; ++i) node_names_.push_back("node-" + std::to_string(i));
   }
 
   Status CreateNodes() {
@@ -179,7 +205,7 @@ class Bench {
     std::mutex mu;
     Parallel(o_.nodes, o_.clients, [&](int i) {
       e2e::NodeSpec spec;
-      spec.name = "node-" + std::to_string(i);
+      spec.name = node_names_[static_cast<size_t>(i)];
       spec.capacity = {{"cpu", "8"},
                        {"memory", "32Gi"},
                        {"aliyun.com/gpu-mem", "64"},
@@ -209,15 +235,15 @@ class Bench {
   }
 
   StatusOr<RunResult> Run(const std::string& config, const std::string& limits, int run) {
-    const bool gpu = config == "gpu";
+    const bool gpu = GpuPods(config);
     const bool every_node = ScoresEveryNode(config);
     const std::string base =
         every_node ? config.substr(0, config.size() - kEveryNodeSuffix.size()) : config;
     e2e::SchedulerEdits edits;
     edits.url_prefix = schedext_.url() + (gpu ? "/gpushare" : "");
-    if (base == "none") edits.drop_extenders = true;
-    if (base == "decide") edits.bind = false;
-    if (config == "bind" || gpu) edits.bind = true;
+    if (base == "none" || base == "gpu-none") edits.drop_extenders = true;
+    if (base == "decide" || base == "gpu-decide") edits.bind = false;
+    if (config == "bind" || config == "gpu") edits.bind = true;
     SCHEDEXT_ASSIGN_OR_RETURN(
         std::string scheduler_config,
         e2e::SchedulerConfigFromDeploy(
@@ -295,6 +321,11 @@ class Bench {
       }
     }
 
+    // Node heartbeats, pod label patches and bound pods created and deleted
+    // while the burst is scheduled: events for the scheduler's and schedext's
+    // informers alike.
+    prod::Churn churn(cp_, node_names_, 0, o_.churn, {}, "churn-" + std::to_string(run) + "-");
+    churn.Start();
     const prod::ProcSample scheduler_before = prod::SampleProcess(cp_.scheduler().pid);
     const prod::ProcSample schedext_before = prod::SampleProcess(schedext_.pid());
     std::atomic<int> create_failures{0};
@@ -321,7 +352,12 @@ class Bench {
       if (steady_clock::now() >= deadline) break;
       std::this_thread::sleep_for(milliseconds(100));
     }
+    churn.Stop();
     RunResult r;
+    r.churn_writes = churn.writes();
+    r.churn_errors = churn.errors();
+    r.churn_seconds = churn.seconds();
+    r.churn_first_error = churn.first_error();
     r.scheduler_cpu_ms_per_pod =
         (prod::SampleProcess(cp_.scheduler().pid).cpu_s - scheduler_before.cpu_s) * 1000 / o_.pods;
     r.schedext_cpu_ms_per_pod =
@@ -392,6 +428,7 @@ class Bench {
 
   ControlPlane& cp_;
   const Options& o_;
+  std::vector<std::string> node_names_;  // the churn writers read it
   e2e::SchedextProcess schedext_;
 };
 
@@ -410,8 +447,8 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: schedext-throughput [--nodes N] [--pods P] [--rounds R] [--clients C]\n"
                  "         [--limits shipped,lifted]\n"
-                 "         [--configs none,decide,bind,gpu,none-all,decide-all]\n"
-                 "         [--run-timeout SECONDS] [--schedext BINARY]\n");
+                 "         [--configs none,decide,bind,gpu,none-all,decide-all,gpu-none,gpu-decide]\n"
+                 "         [--churn WRITES_PER_S] [--run-timeout SECONDS] [--schedext BINARY]\n");
     return 2;
   }
   auto binaries = testing::FindControlPlaneBinaries();
@@ -446,14 +483,19 @@ int Main(int argc, char** argv) {
     }
     std::printf("\n### %d nodes, %d pods, client limits %s\n\n", o.nodes, o.pods,
                 limits.c_str());
+    if (o.churn > 0) {
+      std::printf("Under watch churn: %.0f writes/s (node heartbeats, pod label patches, bound "
+                  "pods created and deleted) during each burst.\n\n",
+                  o.churn);
+    }
     std::printf("| round | configuration | bound | pods/s | ratio to none | create->bound p50 ms | "
                 "p99 ms | scheduler CPU ms/pod | schedext CPU ms/pod | bind errors | 503s | "
                 "scheduler timeouts | FailedScheduling |\n"
                 "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     std::fflush(stdout);
     for (int round = 0; round < o.rounds; ++round) {
-      // pods/s of "none" and of "none-all" in this round.
-      std::map<bool, double> none;
+      // pods/s of each baseline ("none", "none-all", "gpu-none") in this round.
+      std::map<std::string, double> none;
       for (const std::string& config : o.configs) {
         StatusOr<RunResult> r = bench.Run(config, limits, run++);
         if (!r.ok()) {
@@ -461,19 +503,27 @@ int Main(int argc, char** argv) {
           status = 1;
           continue;
         }
-        const bool every_node = ScoresEveryNode(config);
-        if (config.starts_with("none")) none[every_node] = r->pods_per_second;
+        if (Baseline(config)) none[config] = r->pods_per_second;
         if (r->bound != o.pods) status = 1;
-        const double baseline = none.count(every_node) > 0 ? none[every_node] : 0;
+        // GPU configurations over "none" when "gpu-none" did not run.
+        std::string over = BaselineOf(config);
+        if (none.count(over) == 0 && over == "gpu-none") over = "none";
+        const double baseline = none.count(over) > 0 ? none[over] : 0;
         std::printf("| %d | %s | %d/%d | %s | %s | %s | %s | %s | %s | %lld | %zu | %zu | %lld |\n",
                     round, config.c_str(), r->bound, o.pods,
                     Fixed(r->pods_per_second, 1).c_str(),
                     baseline > 0 ? Fixed(r->pods_per_second / baseline, 2).c_str() : "-",
                     Fixed(r->p50_ms, 0).c_str(), Fixed(r->p99_ms, 0).c_str(),
                     Fixed(r->scheduler_cpu_ms_per_pod, 2).c_str(),
-                    config.starts_with("none") ? "-" : Fixed(r->schedext_cpu_ms_per_pod, 2).c_str(),
+                    Baseline(config) ? "-" : Fixed(r->schedext_cpu_ms_per_pod, 2).c_str(),
                     static_cast<long long>(r->bind_errors), r->refused_503, r->scheduler_timeouts,
                     static_cast<long long>(r->failed_scheduling));
+        if (o.churn > 0 && (r->churn_errors > 0 ||
+                            r->churn_writes < static_cast<size_t>(o.churn * r->churn_seconds / 2))) {
+          std::fprintf(stderr, "%s: churn %zu writes in %.1f s, %zu errors (first: %s)\n",
+                       config.c_str(), r->churn_writes, r->churn_seconds, r->churn_errors,
+                       r->churn_first_error.c_str());
+        }
         std::fflush(stdout);
       }
     }
