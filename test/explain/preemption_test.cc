@@ -58,11 +58,13 @@ class PreemptionExplainTest : public ::testing::Test {
     service_->SetExplain(&explain_verb_);
   }
 
+  // The body stays alive until the next call: scratch_'s decoded request
+  // points into it (NoteListsWhatChangedThenCounts reads it afterwards).
   int Call(Verb verb, const std::string& body) {
-    wire::RequestBuffer buffer = wire::RequestBuffer::CopyOf(body);
+    body_ = wire::RequestBuffer::CopyOf(body);
     server::RequestSummary summary;
     out_.clear();
-    return service_->Handle(verb, 0, buffer, scratch_, out_, summary);
+    return service_->Handle(verb, 0, body_, scratch_, out_, summary);
   }
 
   static std::string Body(ArgsShape shape) {
@@ -80,6 +82,7 @@ class PreemptionExplainTest : public ::testing::Test {
   std::vector<std::shared_ptr<const pipeline::Profile>> profiles_;
   const ExplainVerb explain_verb_;
   std::unique_ptr<server::ExtenderService> service_;
+  wire::RequestBuffer body_;
   server::Scratch scratch_;
   std::string out_;
 };
