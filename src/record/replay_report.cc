@@ -82,8 +82,8 @@ std::string FormatReplayText(const ReplayReport& report, bool diff) {
   }
   if (report.without_state > 0) {
     out += "state not recorded: " + std::to_string(report.without_state) +
-           " request(s) (recorded before policy state was; GpuShare and NodeLoad replay them "
-           "against empty state)\n";
+           " request(s) (recorded before policy state was; GpuShare, HamiVgpu and NodeLoad replay "
+           "them against empty state)\n";
   }
   for (const std::string& e : report.state_errors) {
     out += "state does not decode: " + e + "\n";

@@ -418,6 +418,11 @@ TEST(HamiVgpuTest, ReservationsCountAndReleaseThroughTheAccounting) {
     reserved.Annotation(key, value);
   }
   const model::PodInfo counted = reserved.Build();
+  // Counted while its bind phase says allocating, with no time limit: HAMi
+  // has no allocating-phase timeout either.
+  ASSERT_EQ(counted.annotations.Find(hami::kBindPhaseAnnotation).value_or(""),
+            hami::kBindPhaseAllocating);
+  EXPECT_TRUE(hami::VgpuAccounting().Counts(counted));
   const model::NodeInfo full = GpuNode(arena, "n", one, {counted});
   EXPECT_EQ(RunFilter(*policy, pod, full),
             (std::pair<Verdict::Code, std::string>{Verdict::Code::kUnschedulable,

@@ -1,5 +1,6 @@
 #include "policy/builtin/hami_vgpu/accounting.h"
 
+#include <nlohmann/json.hpp>
 #include <utility>
 
 namespace schedext::policy::hami {
@@ -58,6 +59,61 @@ std::shared_ptr<const model::NodeState> VgpuAccounting::AddPod(
     return nullptr;
   }
   return next;
+}
+
+std::string VgpuAccounting::EncodeState(const model::NodeState& state) const {
+  nlohmann::json devices = nlohmann::json::array();
+  for (const UuidUse& d : static_cast<const VgpuNodeState&>(state).devices) {
+    devices.push_back({{"uuid", d.uuid},
+                       {"used", d.use.used},
+                       {"memory", d.use.memory},
+                       {"cores", d.use.cores}});
+  }
+  return nlohmann::json{{"devices", std::move(devices)}}.dump();
+}
+
+StatusOr<std::shared_ptr<const model::NodeState>> VgpuAccounting::DecodeState(
+    std::string_view json) const {
+  const auto invalid = [](std::string_view what) {
+    return InvalidArgumentError("HamiVgpu state: " + std::string(what));
+  };
+  const nlohmann::json doc = nlohmann::json::parse(json, nullptr, false);
+  if (!doc.is_object() || !doc.contains("devices") || !doc["devices"].is_array()) {
+    return invalid("expected {\"devices\": [...]}");
+  }
+  const nlohmann::json& list = doc["devices"];
+  if (list.size() > kMaxRecordedDevices) {
+    return invalid("more than " + std::to_string(kMaxRecordedDevices) + " devices");
+  }
+  auto next = std::make_shared<VgpuNodeState>();
+  for (const nlohmann::json& d : list) {
+    const auto integer = [&](const char* key) {
+      return d.contains(key) && d[key].is_number_integer();
+    };
+    if (!d.is_object() || !d.contains("uuid") || !d["uuid"].is_string() || !integer("used") ||
+        !integer("memory") || !integer("cores")) {
+      return invalid("each device needs uuid (a string), used, memory and cores (integers)");
+    }
+    const std::string& uuid = d["uuid"].get_ref<const std::string&>();
+    if (uuid.empty() || uuid.size() > kMaxRecordedUuid) {
+      return invalid("a device's uuid is empty or longer than " +
+                     std::to_string(kMaxRecordedUuid) + " bytes");
+    }
+    for (const UuidUse& seen : next->devices) {
+      if (seen.uuid == uuid) {
+        return invalid("device " + uuid + " is listed twice");
+      }
+    }
+    UuidUse entry{uuid, DeviceUse{d["used"].get<int64_t>(), d["memory"].get<int64_t>(),
+                                  d["cores"].get<int64_t>()}};
+    if (entry.use.used != 0 || entry.use.memory != 0 || entry.use.cores != 0) {
+      next->devices.push_back(std::move(entry));
+    }
+  }
+  if (next->devices.empty()) {
+    return std::shared_ptr<const model::NodeState>();
+  }
+  return std::shared_ptr<const model::NodeState>(std::move(next));
 }
 
 }  // namespace schedext::policy::hami

@@ -11,6 +11,15 @@
 // annotation that does not decode counts the entries before the bad one, the
 // same on add and on remove.
 //
+// A pod stays counted for as long as the cache holds it bound, whatever its
+// hami.io/bind-phase: HAMi's scheduler has no timeout on the allocating
+// phase either (a pod whose allocation failed is failed by the kubelet, and
+// then stops counting).
+//
+// Recorded (NodeStateCodec, as "HamiVgpu"): a node's state as
+// {"devices":[{"uuid":"GPU-0","used":1,"memory":20000,"cores":30}]}, so that
+// replay fits pods on the devices as the live request did.
+//
 // Thread-safety: the cache calls the hooks under its mutex (see
 // policy/node_accounting.h); request threads read only the published states.
 #ifndef SCHEDEXT_POLICY_BUILTIN_HAMI_VGPU_ACCOUNTING_H_
@@ -25,6 +34,7 @@
 #include "schedext/model/node_info.h"
 #include "schedext/model/node_state.h"
 #include "schedext/policy/node_accounting.h"
+#include "schedext/policy/recorded_state.h"
 
 namespace schedext::policy::hami {
 
@@ -43,14 +53,26 @@ class VgpuNodeState final : public model::NodeState {
 // Allocation-free.
 void UseOf(const VgpuNodeState* state, std::span<const Device> devices, NodeUse& out);
 
-class VgpuAccounting final : public NodeAccounting {
+class VgpuAccounting final : public NodeAccounting, public NodeStateCodec {
  public:
   bool Counts(const model::PodInfo& pod) const override;
   std::shared_ptr<const model::NodeState> AddPod(std::string_view node,
                                                  std::shared_ptr<const model::NodeState> state,
                                                  const model::PodInfo& pod,
                                                  int sign) const override;
+
+  // NodeStateCodec. A decoded state holds at most kMaxRecordedDevices
+  // entries, each UUID at most kMaxRecordedUuid bytes.
+  std::string_view StateName() const override { return "HamiVgpu"; }
+  std::string EncodeState(const model::NodeState& state) const override;
+  StatusOr<std::shared_ptr<const model::NodeState>> DecodeState(
+      std::string_view json) const override;
 };
+
+// Bounds of a recorded state: the devices a node registers, with room for
+// ones that went away while pods still counted on them.
+inline constexpr size_t kMaxRecordedDevices = 4 * kMaxDevices;
+inline constexpr size_t kMaxRecordedUuid = 256;
 
 }  // namespace schedext::policy::hami
 
