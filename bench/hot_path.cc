@@ -15,7 +15,7 @@
 //
 //   schedext-hot-bench [--config bench/prod-profiles.yaml] [--nodes 5000]
 //     [--pods-per-node 2] [--requests 300] [--rounds 3] [--profiles a,b]
-//     [--gpu-profiles gpushare] [--seed 1]
+//     [--gpu-profiles gpushare] [--hami-profiles hami] [--seed 1]
 //
 // Prints, per round, profile and verb, the median and p99 of the thread's
 // CPU time per request (CLOCK_THREAD_CPUTIME_ID) and the median wall time;
@@ -60,6 +60,7 @@ struct Options {
   int rounds = 3;
   std::vector<std::string> profiles;  // empty: every profile of the configuration
   std::vector<std::string> gpu_profiles = {"gpushare"};
+  std::vector<std::string> hami_profiles = {"hami"};
   uint64_t seed = 1;
 };
 
@@ -95,6 +96,8 @@ bool ParseOptions(int argc, char** argv, Options& o) {
       o.profiles = SplitList(value);
     } else if (flag == "--gpu-profiles") {
       o.gpu_profiles = SplitList(value);
+    } else if (flag == "--hami-profiles") {
+      o.hami_profiles = SplitList(value);
     } else if (flag == "--seed") {
       o.seed = std::stoull(value);
     } else {
@@ -230,6 +233,7 @@ int Run(const Options& o) {
   }
   const wire::RequestBuffer names_body = wire::RequestBuffer::CopyOf(names_text);
   const wire::RequestBuffer gpu_body = wire::RequestBuffer::CopyOf(gpu_text);
+  const wire::RequestBuffer hami_body = wire::RequestBuffer::CopyOf(HamiNamesBody(names_text));
 
   std::vector<std::string> chosen = o.profiles;
   if (chosen.empty()) {
@@ -248,10 +252,13 @@ int Run(const Options& o) {
       std::cerr << "schedext-hot-bench: no profile \"" << name << "\" in " << o.config << "\n";
       return 1;
     }
-    const bool gpu =
-        std::find(o.gpu_profiles.begin(), o.gpu_profiles.end(), name) != o.gpu_profiles.end();
+    const auto in = [&](const std::vector<std::string>& list) {
+      return std::find(list.begin(), list.end(), name) != list.end();
+    };
+    const wire::RequestBuffer* body =
+        in(o.hami_profiles) ? &hami_body : in(o.gpu_profiles) ? &gpu_body : &names_body;
     for (server::Verb verb : {server::Verb::kFilter, server::Verb::kPrioritize}) {
-      jobs.push_back({name, static_cast<size_t>(index), verb, gpu ? &gpu_body : &names_body});
+      jobs.push_back({name, static_cast<size_t>(index), verb, body});
     }
   }
 
@@ -315,7 +322,8 @@ int main(int argc, char** argv) {
   schedext::bench::Options o;
   if (!schedext::bench::ParseOptions(argc, argv, o)) {
     std::cerr << "usage: schedext-hot-bench [--config FILE] [--nodes N] [--pods-per-node K]\n"
-                 "  [--requests Q] [--rounds R] [--profiles a,b] [--gpu-profiles a,b] [--seed S]\n";
+                 "  [--requests Q] [--rounds R] [--profiles a,b] [--gpu-profiles a,b]\n"
+                 "  [--hami-profiles a,b] [--seed S]\n";
     return 2;
   }
   return schedext::bench::Run(o);

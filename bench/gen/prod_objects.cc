@@ -50,14 +50,25 @@ std::string NodeObject(std::string_view generated) {
     const size_t at = o.find(key);
     if (at != std::string::npos) o.insert(at + key.size(), kGpuResources);
   }
+  // Into the generated annotations, between csi.volume... and node.alpha...
+  // (sorted); a second "annotations" key would replace the first one.
   constexpr std::string_view kName = "\"name\":\"";
+  constexpr std::string_view kAnnotations = "\"annotations\":{";
+  constexpr std::string_view kAfter = "\"node.alpha.kubernetes.io/ttl\"";
   const size_t name = o.find(kName);
-  const size_t labels_at = o.find(",\"labels\":");
-  if (name != std::string::npos && labels_at != std::string::npos) {
+  const size_t annotations = o.find(kAnnotations);
+  if (name != std::string::npos && annotations != std::string::npos) {
     const size_t begin = name + kName.size();
     const std::string node = o.substr(begin, o.find('"', begin) - begin);
-    o.insert(labels_at, ",\"annotations\":{\"hami.io/node-nvidia-register\":\"" +
-                            HamiRegister(node) + "\"}");
+    const std::string entry =
+        "\"hami.io/node-nvidia-register\":\"" + HamiRegister(node) + "\"";
+    const size_t after = o.find(kAfter, annotations);
+    if (after != std::string::npos) {
+      o.insert(after, entry + ",");
+    } else {
+      const size_t open = annotations + kAnnotations.size();
+      o.insert(open, o[open] == '}' ? entry : entry + ",");
+    }
   }
   return o;
 }

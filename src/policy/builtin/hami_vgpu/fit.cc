@@ -163,7 +163,7 @@ Misfit FitContainer(const NodeFacts& node, NodeUse& use, std::array<int, kMaxDev
   }
 
   // Fit: the devices from the end of the sorted list.
-  std::array<int, 10> counts{};
+  MisfitCounts counts{};
   const auto count = [&](Misfit m, int n = 1) { counts[static_cast<size_t>(m)] += n; };
   int64_t nums = request.nums;
   int taken = 0;
@@ -228,7 +228,11 @@ Misfit FitContainer(const NodeFacts& node, NodeUse& use, std::array<int, kMaxDev
       return Misfit::kNone;
     }
   }
-  // The most frequent category; ties go to the first in this order.
+  return MostFrequent(counts, taken > 0);
+}
+
+Misfit MostFrequent(const MisfitCounts& counts, bool some_passed) {
+  // Ties go to the first in this order.
   constexpr Misfit kOrder[] = {Misfit::kMemory,      Misfit::kCores,        Misfit::kExclusive,
                                Misfit::kSplitsExhausted, Misfit::kNuma,   Misfit::kUuidMismatch,
                                Misfit::kTypeMismatch, Misfit::kUnhealthy};
@@ -240,32 +244,88 @@ Misfit FitContainer(const NodeFacts& node, NodeUse& use, std::array<int, kMaxDev
       best_count = counts[static_cast<size_t>(m)];
     }
   }
-  if (best_count == 0 && taken > 0) {
+  if (best_count == 0 && some_passed) {
     return Misfit::kTooFewDevices;
   }
   return best;
 }
 
-int64_t NodeScore(const NodeFacts& node, const NodeUse& after, NodePolicy policy) {
-  int64_t used = 0, used_cores = 0, used_memory = 0, total = 0, total_cores = 0,
-          total_memory = 0;
-  for (size_t d = 0; d < static_cast<size_t>(node.size); ++d) {
-    used += after[d].used;
-    used_cores += after[d].cores;
-    used_memory += after[d].memory;
-    total += node.devices[d].count;
-    total_cores += node.devices[d].cores;
-    total_memory += node.devices[d].memory;
-  }
+int64_t ScoreOfTotals(const NodeTotals& t, NodePolicy policy) {
   const auto ratio = [](int64_t a, int64_t b) {
     return b > 0 ? static_cast<float>(a) / static_cast<float>(b) : 0.0F;
   };
-  const float raw =
-      kWeight * (ratio(used, total) + ratio(used_cores, total_cores) +
-                 ratio(used_memory, total_memory));
+  const float raw = kWeight * (ratio(t.used, t.count) + ratio(t.used_cores, t.cores) +
+                               ratio(t.used_memory, t.memory));
   // raw is in [0, 30] for a node within its capacity.
   int64_t score = std::lround(std::clamp(raw, 0.0F, 3 * kWeight) * 100.0F / (3 * kWeight));
   return policy == NodePolicy::kBinpack ? score : 100 - score;
+}
+
+namespace {
+
+NodeTotals TotalsOf(const NodeFacts& node, const NodeUse& use) {
+  NodeTotals t;
+  for (size_t d = 0; d < static_cast<size_t>(node.size); ++d) {
+    t.used += use[d].used;
+    t.used_cores += use[d].cores;
+    t.used_memory += use[d].memory;
+    t.count += node.devices[d].count;
+    t.cores += node.devices[d].cores;
+    t.memory += node.devices[d].memory;
+  }
+  return t;
+}
+
+}  // namespace
+
+int64_t NodeScore(const NodeFacts& node, const NodeUse& after, NodePolicy policy) {
+  return ScoreOfTotals(TotalsOf(node, after), policy);
+}
+
+std::optional<int64_t> ScorePod(const NodeFacts& node, const PodRequest& pod, bool numa_bind,
+                                GpuPolicy gpu_policy, NodePolicy node_policy) {
+  const auto asks = [](const ContainerRequest& r) { return r.nums > 0; };
+  bool totals_fixed = std::none_of(pod.init.begin(), pod.init.end(), asks);
+  const auto same_memory = [&] {
+    for (int d = 1; d < node.size; ++d) {
+      if (node.devices[static_cast<size_t>(d)].memory != node.devices[0].memory) {
+        return false;
+      }
+    }
+    return true;
+  };
+  for (size_t c = 0; totals_fixed && c < pod.app.size(); ++c) {
+    const ContainerRequest& r = pod.app[c];
+    // MemoryPerVgpu is device-independent for an amount (or no memory).
+    if (r.nums > 0 && r.memory <= 0 && r.memory_percent != 101) {
+      totals_fixed = same_memory();
+      break;
+    }
+  }
+  if (!totals_fixed) {
+    const FitResult fit = FitPod(node, pod, numa_bind, gpu_policy, FitFor::kPlacement,
+                                 [](const Choice&) {});
+    if (fit.misfit != Misfit::kNone) {
+      return std::nullopt;
+    }
+    return NodeScore(node, fit.after, node_policy);
+  }
+  if (FitPod(node, pod, numa_bind, gpu_policy, FitFor::kVerdict, [](const Choice&) {}).misfit !=
+      Misfit::kNone) {
+    return std::nullopt;
+  }
+  // Each chosen device gains one vGPU, the container's cores (at most 100,
+  // as FitContainer counts them) and its memory per vGPU.
+  NodeTotals t = TotalsOf(node, node.use);
+  const int64_t device_memory = node.size > 0 ? node.devices[0].memory : 0;
+  for (const ContainerRequest& r : pod.app) {
+    if (r.nums > 0) {
+      t.used += r.nums;
+      t.used_cores += r.nums * std::min<int64_t>(r.cores, 100);
+      t.used_memory += r.nums * MemoryPerVgpu(r, device_memory);
+    }
+  }
+  return ScoreOfTotals(t, node_policy);
 }
 
 }  // namespace schedext::policy::hami

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -133,11 +134,36 @@ template <typename OnChosen>
 FitResult FitPod(const NodeFacts& node, const PodRequest& pod, bool numa_bind,
                  GpuPolicy gpu_policy, FitFor fit_for, OnChosen&& on_chosen);
 
+// How many devices failed a container for each reason (by Misfit value),
+// and the reason a container that did not fit gets: the most frequent one
+// (ties in a fixed order), kTooFewDevices when none failed but some passed.
+using MisfitCounts = std::array<int, 10>;
+Misfit MostFrequent(const MisfitCounts& counts, bool some_passed);
+
+// The sums NodeScore reads: what the node's NVIDIA devices have and what is
+// used of them.
+struct NodeTotals {
+  int64_t used = 0, used_cores = 0, used_memory = 0;
+  int64_t count = 0, cores = 0, memory = 0;
+};
+int64_t ScoreOfTotals(const NodeTotals& totals, NodePolicy policy);
+
 // HAMi's node score on the usage after placing the pod: 10 × (vGPUs used /
 // split count + cores used / cores + memory used / memory) over the node's
 // NVIDIA devices, mapped onto [0, 100] (binpack: fuller is higher; spread:
 // emptier is higher).
 int64_t NodeScore(const NodeFacts& node, const NodeUse& after, NodePolicy policy);
+
+// The pod's node score on `node` (NodeScore of FitPod's placement), or
+// nullopt where it does not fit. Where the devices chosen cannot change the
+// totals NodeScore reads — no init container asks for vGPUs (the usage after
+// is then the app containers' sum, not a per-device peak) and each vGPU takes
+// the same memory on every device of the node (MiB, or a percentage of
+// devices of one size) — it answers from kVerdict's fit and the totals,
+// without HAMi's per-container device sort (Score's common case); else it
+// places the pod. Allocation-free.
+std::optional<int64_t> ScorePod(const NodeFacts& node, const PodRequest& pod, bool numa_bind,
+                                GpuPolicy gpu_policy, NodePolicy node_policy);
 
 // ---- implementation ----
 

@@ -57,6 +57,9 @@ class RequestData final : public StateData {
  public:
   hami::PodRequest request;
   bool asks = false;
+  // The one container asking for vGPUs when the pod is the common one that
+  // summary.h FitOne/ScoreOne decide (into request.app); else null.
+  const hami::ContainerRequest* one = nullptr;
   PodRules rules;
   GpuPolicy gpu_policy = GpuPolicy::kSpread;
   NodePolicy node_policy = NodePolicy::kBinpack;
@@ -117,18 +120,29 @@ class HamiVgpu final : public Policy,
     if (!data->asks) {
       return Verdict::Success();
     }
-    NodeFacts facts;
-    if (!FactsOf(node, *data, facts)) {
+    Misfit misfit = Misfit::kNone;
+    hami::VgpuSummary summary;
+    const Summarized summarized =
+        data->one != nullptr ? SummaryOf(node, *data, summary) : Summarized::kNo;
+    if (summarized == Summarized::kUnusable) {
       return Verdict::Unresolvable(kNoDevices);
     }
-    const FitResult fit =
-        hami::FitPod(facts, data->request, data->rules.numa_bind, data->gpu_policy,
-                     hami::FitFor::kVerdict, [](const hami::Choice&) {});
-    if (fit.misfit == Misfit::kNone) {
+    if (summarized == Summarized::kYes) {
+      misfit = hami::FitOne(summary, *data->one);
+    } else {
+      NodeFacts facts;
+      if (!FactsOf(node, *data, facts)) {
+        return Verdict::Unresolvable(kNoDevices);
+      }
+      misfit = hami::FitPod(facts, data->request, data->rules.numa_bind, data->gpu_policy,
+                            hami::FitFor::kVerdict, [](const hami::Choice&) {})
+                   .misfit;
+    }
+    if (misfit == Misfit::kNone) {
       return Verdict::Success();
     }
-    return hami::Unresolvable(fit.misfit) ? Verdict::Unresolvable(hami::Reason(fit.misfit))
-                                          : Verdict::Unschedulable(hami::Reason(fit.misfit));
+    return hami::Unresolvable(misfit) ? Verdict::Unresolvable(hami::Reason(misfit))
+                                      : Verdict::Unschedulable(hami::Reason(misfit));
   }
 
   // Explain's per-node text for a rejected node: why it has no devices, or
@@ -217,17 +231,28 @@ class HamiVgpu final : public Policy,
     if (data == nullptr || !data->asks || node.usage == nullptr) {
       return 0;
     }
+    if (data->one != nullptr) {
+      hami::VgpuSummary summary;
+      const Summarized summarized = SummaryOf(node, *data, summary);
+      if (summarized == Summarized::kUnusable) {
+        return 0;
+      }
+      if (summarized == Summarized::kYes) {
+        bool placement_needed = false;
+        const std::optional<int64_t> score =
+            hami::ScoreOne(summary, *data->one, data->node_policy, placement_needed);
+        if (!placement_needed) {
+          return score.value_or(0);
+        }
+      }
+    }
     NodeFacts facts;
     if (!FactsOf(node, *data, facts)) {
       return 0;
     }
-    const FitResult fit =
-        hami::FitPod(facts, data->request, data->rules.numa_bind, data->gpu_policy,
-                     hami::FitFor::kPlacement, [](const hami::Choice&) {});
-    if (fit.misfit != Misfit::kNone) {
-      return 0;
-    }
-    return hami::NodeScore(facts, fit.after, data->node_policy);
+    return hami::ScorePod(facts, data->request, data->rules.numa_bind, data->gpu_policy,
+                          data->node_policy)
+        .value_or(0);
   }
 
   // Evicting a pod frees what its allocation annotation holds: preempt asks
@@ -391,6 +416,12 @@ class HamiVgpu final : public Policy,
       if (*p == "spread") data->gpu_policy = GpuPolicy::kSpread;
     }
     data->now_unix = NowUnix();
+    const auto asks = [](const hami::ContainerRequest& r) { return r.nums > 0; };
+    if (!data->rules.numa_bind && !data->rules.NamesDevices() &&
+        std::none_of(data->request.init.begin(), data->request.init.end(), asks) &&
+        std::count_if(data->request.app.begin(), data->request.app.end(), asks) == 1) {
+      data->one = &*std::find_if(data->request.app.begin(), data->request.app.end(), asks);
+    }
     return data;
   }
 
@@ -408,17 +439,32 @@ class HamiVgpu final : public Policy,
              node.allocatable.Get(names_.count) <= 0);
   }
 
+  // Whether the node's summary serves this request (kUnusable: the node has
+  // no usable devices); kNo when the pod's rules name devices or the cache
+  // did not summarize the node (decode it then).
+  enum class Summarized : uint8_t { kNo, kUnusable, kYes };
+  Summarized SummaryOf(const model::NodeInfo& node, const RequestData& data,
+                       hami::VgpuSummary& out) const {
+    if (data.rules.NamesDevices() || !summary_.Get(node, out) || !out.usable) {
+      return Summarized::kNo;
+    }
+    return !out.registered || data.now_unix >= out.stale_from ? Summarized::kUnusable
+                                                              : Summarized::kYes;
+  }
+
   // The node's facts for this request; false when it has no usable devices.
   // From the node's summary when the pod's rules do not name devices and the
   // cache summarized the node, else from its annotations.
   bool FactsOf(const model::NodeInfo& node, const RequestData& data, NodeFacts& out) const {
     hami::VgpuSummary summary;
-    if (!data.rules.NamesDevices() && summary_.Get(node, summary) && summary.usable) {
-      if (!summary.registered || data.now_unix >= summary.stale_from) {
+    switch (SummaryOf(node, data, summary)) {
+      case Summarized::kUnusable:
         return false;
-      }
-      hami::FactsOf(summary, out);
-      return true;
+      case Summarized::kYes:
+        hami::FactsOf(summary, out);
+        return true;
+      case Summarized::kNo:
+        break;
     }
     NodeDevices devices;
     if (!DevicesOf(node, data.now_unix, devices)) {

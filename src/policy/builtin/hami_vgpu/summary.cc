@@ -1,5 +1,6 @@
 #include "policy/builtin/hami_vgpu/summary.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "policy/builtin/hami_vgpu/accounting.h"
@@ -74,6 +75,75 @@ void FactsOf(const VgpuSummary& summary, NodeFacts& out) {
                                  static_cast<uint8_t>(d)};
     out.use[d] = DeviceUse{summary.used[d], summary.used_memory[d], summary.used_cores[d]};
   }
+}
+
+Misfit FitOne(const VgpuSummary& summary, const ContainerRequest& request) {
+  const int size = summary.size;
+  if (request.nums > size) {
+    return Misfit::kTooFewDevices;
+  }
+  // FitContainer's checks, in its order, per device.
+  const int64_t cores = std::min<int64_t>(request.cores, 100);
+  MisfitCounts counts{};
+  int64_t passing = 0;
+  for (size_t d = 0; d < static_cast<size_t>(size); ++d) {
+    const int64_t free_memory = int64_t{summary.memory[d]} - summary.used_memory[d];
+    const int64_t free_cores = int64_t{summary.cores[d]} - summary.used_cores[d];
+    Misfit m = Misfit::kNone;
+    if (((summary.healthy >> d) & 1U) == 0) {
+      m = Misfit::kUnhealthy;
+    } else if (((summary.mig >> d) & 1U) != 0) {
+      m = Misfit::kTypeMismatch;
+    } else if (summary.count[d] <= summary.used[d]) {
+      m = Misfit::kSplitsExhausted;
+    } else if (free_memory < MemoryPerVgpu(request, summary.memory[d])) {
+      m = Misfit::kMemory;
+    } else if (free_cores < cores) {
+      m = Misfit::kCores;
+    } else if (summary.cores[d] == 100 && cores == 100 && summary.used[d] > 0) {
+      m = Misfit::kExclusive;
+    } else if (summary.cores[d] != 0 && free_cores == 0 && cores == 0) {
+      m = Misfit::kCores;
+    }
+    if (m == Misfit::kNone) {
+      if (++passing >= request.nums) {
+        return Misfit::kNone;
+      }
+    } else {
+      ++counts[static_cast<size_t>(m)];
+    }
+  }
+  return MostFrequent(counts, passing > 0);
+}
+
+std::optional<int64_t> ScoreOne(const VgpuSummary& summary, const ContainerRequest& request,
+                                NodePolicy policy, bool& placement_needed) {
+  placement_needed = false;
+  const bool by_device = request.memory <= 0 && request.memory_percent != 101;
+  for (size_t d = 1; by_device && d < summary.size; ++d) {
+    if (summary.memory[d] != summary.memory[0]) {
+      placement_needed = true;
+      return std::nullopt;
+    }
+  }
+  if (FitOne(summary, request) != Misfit::kNone) {
+    return std::nullopt;
+  }
+  // Each chosen device gains one vGPU, the cores (at most 100, as
+  // FitContainer counts them) and the memory of one vGPU.
+  NodeTotals t;
+  t.used = request.nums;
+  t.used_cores = request.nums * std::min<int64_t>(request.cores, 100);
+  t.used_memory = request.nums * MemoryPerVgpu(request, summary.memory[0]);
+  for (size_t d = 0; d < summary.size; ++d) {
+    t.used += summary.used[d];
+    t.used_cores += summary.used_cores[d];
+    t.used_memory += summary.used_memory[d];
+    t.count += summary.count[d];
+    t.cores += summary.cores[d];
+    t.memory += summary.memory[d];
+  }
+  return ScoreOfTotals(t, policy);
 }
 
 }  // namespace schedext::policy::hami

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string_view>
 
 #include "policy/builtin/hami_vgpu/fit.h"
@@ -62,6 +63,21 @@ VgpuSummary Summarize(const model::NodeInfo& node, NodeStateSlot slot,
 
 // The facts of a usable, registered summary (for a pod without device rules).
 void FactsOf(const VgpuSummary& summary, NodeFacts& out);
+
+// The common pod, decided on the summary itself: one container asks for
+// vGPUs, no init container does, no NUMA binding, no device rules. FitPod
+// then places one container, where each device passes or fails on its own
+// and the device order cannot change the verdict, and the score's totals do
+// not depend on the devices chosen when each vGPU takes the same memory on
+// all of them. These answer what FitPod/ScorePod answer on FactsOf(summary)
+// (HamiSummaryTest checks it) without building the facts: Filter and Score
+// run them for every node, so that building is most of their cost.
+Misfit FitOne(const VgpuSummary& summary, const ContainerRequest& request);
+// The node score with the pod placed, or nullopt where it does not fit; also
+// nullopt with `placement_needed` set where a percentage request meets
+// devices of different sizes (then ScorePod on the facts answers).
+std::optional<int64_t> ScoreOne(const VgpuSummary& summary, const ContainerRequest& request,
+                                NodePolicy policy, bool& placement_needed);
 
 }  // namespace schedext::policy::hami
 
