@@ -273,6 +273,12 @@ int Run(const Options& o) {
                 << ": status " << status << " " << summary.error << "\n";
       return 1;
     }
+    // A device body that no node passes would time the rejection path only.
+    if (job.verb == server::Verb::kFilter && job.body != &names_body && summary.nodes_out == 0) {
+      std::cerr << "schedext-hot-bench: /" << job.profile
+                << "/filter: no node passes the device request\n";
+      return 1;
+    }
     std::printf("/%s/%s: %zu nodes in, %zu out, %zu failed, %zu unresolvable\n",
                 job.profile.c_str(), std::string(server::VerbName(job.verb)).c_str(),
                 summary.nodes_in, summary.nodes_out, summary.failed, summary.unresolvable);
