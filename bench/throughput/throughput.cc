@@ -9,6 +9,7 @@
 //                       [--configs none,decide,bind,gpu,none-all,decide-all]
 //                       (also gpu-none, gpu-decide) [--clients 8] [--churn 0]
 //                       [--run-timeout 300] [--schedext BINARY]
+//                       [--go-baseline BINARY] (adds configuration go)
 //
 // The nodes (8 cpu, 32 Gi, 110 pods, and 4 GPUs of 16 GiB as the gpushare
 // device plugin advertises them) are created once. Then, for each client
@@ -25,6 +26,9 @@
 //           bind adds to its decision
 //   none-all, decide-all   none and decide with percentageOfNodesToScore:
 //           100 (every feasible node scored, every node name sent to schedext)
+//   go      bench/go-baseline (a typical Go extender: encoding/json, net/http)
+//           in schedext's place as in decide, node-cache, its node map loaded
+//           once from the API server's node list; needs --go-baseline
 // A run creates --pods pods at once from --clients connections into a fresh
 // namespace and watches until every one has a nodeName. Limits: "shipped" is
 // deploy/'s files as they are (kube-scheduler's clientConnection defaults,
@@ -32,20 +36,21 @@
 // deploy/gpushare/schedext.yaml); "lifted" sets both clients to 5,000/5,000.
 //
 // Prints one markdown table per limit setting: pods/s (first create to last
-// bound), create->bound p50/p99, the CPU time kube-scheduler and schedext
-// spent per pod over the burst, schedext's bind errors, its 503s (binds
-// refused by server.maxPendingBinds), the scheduler's extender timeouts and
-// FailedScheduling events, and pods/s over "none" ("none-all" for the -all
-// configurations, "gpu-none" for the gpu ones when it runs) of the same
-// round. Exits 1
-// when a pod was left unbound or a run failed; 77 (skipped) without the
-// control-plane binaries, unless CI=true.
+// bound), create->bound p50/p99, the CPU time kube-scheduler and the
+// extender (schedext, or go-baseline in "go") spent per pod over the burst,
+// schedext's bind errors, its 503s (binds refused by server.maxPendingBinds),
+// the scheduler's extender timeouts and FailedScheduling events, and pods/s
+// over "none" ("none-all" for the -all configurations, "gpu-none" for the gpu
+// ones when it runs) of the same round. Exits 1 when a pod was left unbound or
+// a run failed; 77 (skipped) without the control-plane binaries, unless
+// CI=true.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -59,6 +64,7 @@
 #include "control_plane/scheduler_e2e.h"
 #include "prod_bench/cluster.h"
 #include "prod_bench/measure.h"
+#include "prod_bench/processes.h"
 #include "schedext/cluster/http_kube_client.h"
 #include "testing/control_plane.h"
 
@@ -78,6 +84,7 @@ struct Options {
   int clients = 8;
   int run_timeout_seconds = 300;
   std::string schedext_binary;  // empty: the one built with this benchmark
+  std::string go_baseline;      // bench/go-baseline's binary, for configuration "go"
   std::vector<std::string> limits = {"shipped", "lifted"};
   std::vector<std::string> configs = {"none", "decide", "bind", "gpu", "none-all", "decide-all"};
   // Watch churn during each burst, writes/s (0: none): prod_bench's Churn.
@@ -131,6 +138,8 @@ bool ParseOptions(int argc, char** argv, Options& o) {
       ok = int_arg(o.run_timeout_seconds, 10, 3600);
     } else if (a == "--schedext" && has_value) {
       o.schedext_binary = argv[++i];
+    } else if (a == "--go-baseline" && has_value) {
+      o.go_baseline = argv[++i];
     } else if (a == "--limits" && has_value) {
       o.limits = SplitCommas(argv[++i]);
     } else if (a == "--configs" && has_value) {
@@ -148,7 +157,11 @@ bool ParseOptions(int argc, char** argv, Options& o) {
   }
   for (const std::string& c : o.configs) {
     if (c != "none" && c != "decide" && c != "bind" && c != "gpu" && c != "gpu-none" &&
-        c != "gpu-decide" && c != "none-all" && c != "decide-all") {
+        c != "gpu-decide" && c != "none-all" && c != "decide-all" && c != "go") {
+      return false;
+    }
+    if (c == "go" && o.go_baseline.empty()) {
+      std::fprintf(stderr, "configuration go needs --go-baseline\n");
       return false;
     }
   }
@@ -222,6 +235,34 @@ class Bench {
     return OkStatus();
   }
 
+  // bench/go-baseline with a node map of every node as the API server lists
+  // them (what its informer would hold).
+  Status StartGoBaseline() {
+    SCHEDEXT_ASSIGN_OR_RETURN(testing::ApiReply nodes, cp_.AdminRequest("GET", "/api/v1/nodes"));
+    if (nodes.status != 200) {
+      return InternalError("node list: HTTP " + std::to_string(nodes.status));
+    }
+    const std::string directory = cp_.dir() + "/go-baseline-nodes.json";
+    {
+      std::ofstream f(directory, std::ios::binary | std::ios::trunc);
+      f << "{\"Nodes\":" << nodes.body << "}";
+      if (!f) return InternalError("cannot write " + directory);
+    }
+    const std::string log = cp_.dir() + "/go-baseline.log";
+    go_pid_ = prod::SpawnChild({o_.go_baseline, "--listen", "127.0.0.1:0", "--directory", directory},
+                               log);
+    go_port_ = prod::WaitListeningPort(go_pid_, log, "listening on 127.0.0.1:",
+                                       std::chrono::seconds(120));
+    if (go_port_ <= 0) {
+      return InternalError("go-baseline did not start (" + log + ")");
+    }
+    return OkStatus();
+  }
+
+  void StopGoBaseline() {
+    if (go_pid_ > 0) prod::StopChild(go_pid_, std::chrono::seconds(5));
+  }
+
   Status StartSchedext(const std::string& limits) {
     schedext_.Stop();
     SCHEDEXT_ASSIGN_OR_RETURN(std::string config,
@@ -239,10 +280,12 @@ class Bench {
     const bool every_node = ScoresEveryNode(config);
     const std::string base =
         every_node ? config.substr(0, config.size() - kEveryNodeSuffix.size()) : config;
+    const bool go = config == "go";
     e2e::SchedulerEdits edits;
-    edits.url_prefix = schedext_.url() + (gpu ? "/gpushare" : "");
+    edits.url_prefix = go ? "http://127.0.0.1:" + std::to_string(go_port_)
+                          : schedext_.url() + (gpu ? "/gpushare" : "");
     if (base == "none" || base == "gpu-none") edits.drop_extenders = true;
-    if (base == "decide" || base == "gpu-decide") edits.bind = false;
+    if (base == "decide" || base == "gpu-decide" || go) edits.bind = false;
     if (config == "bind" || config == "gpu") edits.bind = true;
     SCHEDEXT_ASSIGN_OR_RETURN(
         std::string scheduler_config,
@@ -327,7 +370,9 @@ class Bench {
     prod::Churn churn(cp_, node_names_, 0, o_.churn, {}, "churn-" + std::to_string(run) + "-");
     churn.Start();
     const prod::ProcSample scheduler_before = prod::SampleProcess(cp_.scheduler().pid);
-    const prod::ProcSample schedext_before = prod::SampleProcess(schedext_.pid());
+    // The extender's CPU: schedext's, or the Go extender's in its place.
+    const pid_t extender = go ? go_pid_ : schedext_.pid();
+    const prod::ProcSample schedext_before = prod::SampleProcess(extender);
     std::atomic<int> create_failures{0};
     Parallel(o_.pods, o_.clients, [&](int i) {
       e2e::PodSpec spec;
@@ -361,7 +406,7 @@ class Bench {
     r.scheduler_cpu_ms_per_pod =
         (prod::SampleProcess(cp_.scheduler().pid).cpu_s - scheduler_before.cpu_s) * 1000 / o_.pods;
     r.schedext_cpu_ms_per_pod =
-        (prod::SampleProcess(schedext_.pid()).cpu_s - schedext_before.cpu_s) * 1000 / o_.pods;
+        (prod::SampleProcess(extender).cpu_s - schedext_before.cpu_s) * 1000 / o_.pods;
     watching = false;
     watcher->CancelWatches();
     watch.join();
@@ -430,6 +475,8 @@ class Bench {
   const Options& o_;
   std::vector<std::string> node_names_;  // the churn writers read it
   e2e::SchedextProcess schedext_;
+  pid_t go_pid_ = -1;
+  int go_port_ = -1;
 };
 
 std::string Fixed(double v, int digits) {
@@ -448,7 +495,8 @@ int Main(int argc, char** argv) {
                  "usage: schedext-throughput [--nodes N] [--pods P] [--rounds R] [--clients C]\n"
                  "         [--limits shipped,lifted]\n"
                  "         [--configs none,decide,bind,gpu,none-all,decide-all,gpu-none,gpu-decide]\n"
-                 "         [--churn WRITES_PER_S] [--run-timeout SECONDS] [--schedext BINARY]\n");
+                 "         [--churn WRITES_PER_S] [--run-timeout SECONDS] [--schedext BINARY]\n"
+                 "         [--go-baseline BINARY] (configuration go)\n");
     return 2;
   }
   auto binaries = testing::FindControlPlaneBinaries();
@@ -473,6 +521,13 @@ int Main(int argc, char** argv) {
   }
   std::fprintf(stderr, "%d nodes created in %.1f s\n", o.nodes,
                std::chrono::duration<double>(steady_clock::now() - setup).count());
+  if (std::find(o.configs.begin(), o.configs.end(), "go") != o.configs.end()) {
+    const Status go = bench.StartGoBaseline();
+    if (!go.ok()) {
+      std::fprintf(stderr, "go-baseline: %s\n", go.ToString().c_str());
+      return 1;
+    }
+  }
   int run = 0;
   int status = 0;
   for (const std::string& limits : o.limits) {
@@ -489,7 +544,7 @@ int Main(int argc, char** argv) {
                   o.churn);
     }
     std::printf("| round | configuration | bound | pods/s | ratio to none | create->bound p50 ms | "
-                "p99 ms | scheduler CPU ms/pod | schedext CPU ms/pod | bind errors | 503s | "
+                "p99 ms | scheduler CPU ms/pod | extender CPU ms/pod | bind errors | 503s | "
                 "scheduler timeouts | FailedScheduling |\n"
                 "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     std::fflush(stdout);
@@ -529,6 +584,7 @@ int Main(int argc, char** argv) {
     }
   }
   bench.StopSchedext();
+  bench.StopGoBaseline();
   cp.Stop();
   return status;
 }
