@@ -77,40 +77,41 @@ void FactsOf(const VgpuSummary& summary, NodeFacts& out) {
   }
 }
 
+namespace {
+
+// FitContainer's checks of one device, in its order, for a request of
+// `cores` (at most 100) per vGPU.
+inline Misfit DeviceMisfit(const VgpuSummary& summary, size_t d, const ContainerRequest& request,
+                           int64_t cores) {
+  const int64_t free_cores = int64_t{summary.cores[d]} - summary.used_cores[d];
+  if (((summary.healthy >> d) & 1U) == 0) return Misfit::kUnhealthy;
+  if (((summary.mig >> d) & 1U) != 0) return Misfit::kTypeMismatch;
+  if (summary.count[d] <= summary.used[d]) return Misfit::kSplitsExhausted;
+  if (int64_t{summary.memory[d]} - summary.used_memory[d] <
+      MemoryPerVgpu(request, summary.memory[d])) {
+    return Misfit::kMemory;
+  }
+  if (free_cores < cores) return Misfit::kCores;
+  if (summary.cores[d] == 100 && cores == 100 && summary.used[d] > 0) return Misfit::kExclusive;
+  if (summary.cores[d] != 0 && free_cores == 0 && cores == 0) return Misfit::kCores;
+  return Misfit::kNone;
+}
+
+}  // namespace
+
 Misfit FitOne(const VgpuSummary& summary, const ContainerRequest& request) {
-  const int size = summary.size;
-  if (request.nums > size) {
+  if (request.nums > summary.size) {
     return Misfit::kTooFewDevices;
   }
-  // FitContainer's checks, in its order, per device.
   const int64_t cores = std::min<int64_t>(request.cores, 100);
   MisfitCounts counts{};
   int64_t passing = 0;
-  for (size_t d = 0; d < static_cast<size_t>(size); ++d) {
-    const int64_t free_memory = int64_t{summary.memory[d]} - summary.used_memory[d];
-    const int64_t free_cores = int64_t{summary.cores[d]} - summary.used_cores[d];
-    Misfit m = Misfit::kNone;
-    if (((summary.healthy >> d) & 1U) == 0) {
-      m = Misfit::kUnhealthy;
-    } else if (((summary.mig >> d) & 1U) != 0) {
-      m = Misfit::kTypeMismatch;
-    } else if (summary.count[d] <= summary.used[d]) {
-      m = Misfit::kSplitsExhausted;
-    } else if (free_memory < MemoryPerVgpu(request, summary.memory[d])) {
-      m = Misfit::kMemory;
-    } else if (free_cores < cores) {
-      m = Misfit::kCores;
-    } else if (summary.cores[d] == 100 && cores == 100 && summary.used[d] > 0) {
-      m = Misfit::kExclusive;
-    } else if (summary.cores[d] != 0 && free_cores == 0 && cores == 0) {
-      m = Misfit::kCores;
-    }
-    if (m == Misfit::kNone) {
-      if (++passing >= request.nums) {
-        return Misfit::kNone;
-      }
-    } else {
+  for (size_t d = 0; d < summary.size; ++d) {
+    const Misfit m = DeviceMisfit(summary, d, request, cores);
+    if (m != Misfit::kNone) {
       ++counts[static_cast<size_t>(m)];
+    } else if (++passing >= request.nums) {
+      return Misfit::kNone;
     }
   }
   return MostFrequent(counts, passing > 0);
@@ -130,7 +131,8 @@ std::optional<int64_t> ScoreOne(const VgpuSummary& summary, const ContainerReque
     return std::nullopt;
   }
   // Each chosen device gains one vGPU, the cores (at most 100, as
-  // FitContainer counts them) and the memory of one vGPU.
+  // FitContainer counts them) and the memory of one vGPU. (A separate pass:
+  // the fit above stops at the first devices that pass.)
   NodeTotals t;
   t.used = request.nums;
   t.used_cores = request.nums * std::min<int64_t>(request.cores, 100);
