@@ -19,7 +19,8 @@ if (plot_name eq "names") {
   set style fill solid 0.85 border -1
   set boxwidth 0.9
   set xtics rotate by -25 scale 0
-  set key top left
+  # Below the plot: inside, it covers the first bars.
+  set key below horizontal
   plot data using 2:xtic(1) lc rgb "#1f77b4", '' using 3 lc rgb "#6baed6", \
        '' using 4 lc rgb "#d62728"
 }
@@ -48,7 +49,7 @@ if (plot_name eq "throughput") {
   set style fill solid 0.85 border -1
   set boxwidth 0.9
   set xtics scale 0
-  set key top left
+  set key below horizontal
   stats data using 2 nooutput
   columns = STATS_columns
   plot for [i=2:columns] data using i:xtic(1)
