@@ -5,10 +5,8 @@
 // records; `schedext replay`'s path (cli::LoadProfiles, ReplayDirectory)
 // decides again.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 #include <sys/stat.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -16,6 +14,7 @@
 
 #include "explain/explain_fixture.h"
 #include "policy/builtin/hami_vgpu/accounting.h"
+#include "record/replay_testing.h"
 #include "schedext/cli/commands.h"
 #include "schedext/policy/policy_host.h"
 #include "schedext/record/record_file.h"
@@ -29,6 +28,7 @@ namespace {
 using nlohmann::json;
 using server::Verb;
 using namespace explain_testing;  // NOLINT: test vocabulary
+using namespace replay_testing;   // NOLINT: test vocabulary
 using schedext::testing::ExtenderArgsNamesJson;
 
 constexpr std::string_view kHamiConfig = R"(
@@ -66,27 +66,12 @@ std::string AskingPod() {
   return pod.Build();
 }
 
-std::vector<std::string> RecordLines(const std::string& dir) {
-  std::vector<std::string> lines;
-  auto files = ListRecordFiles(dir);
-  EXPECT_TRUE(files.ok());
-  for (const std::string& file : files.ok() ? *files : std::vector<std::string>{}) {
-    std::ifstream in(file);
-    for (std::string line; std::getline(in, line);) {
-      lines.push_back(line);
-    }
-  }
-  return lines;
-}
-
 class ReplayHamiTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/schedext-replay-hami-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
+    dir_ = MakeTempDir();
     record_dir_ = dir_ + "/record";
-    cli::LoadedConfig live = Load();
+    cli::LoadedConfig live = Load(dir_, kHamiConfig);
     cluster::CacheOptions cache_options;
     cache_options.accountings = live.host->accountings();
     cache_options.summaries = live.host->summaries();
@@ -122,24 +107,10 @@ class ReplayHamiTest : public ::testing::Test {
     (*recorder)->Flush();
     ASSERT_EQ((*recorder)->stats().recorded, 1U);
   }
-  void TearDown() override {
-    const std::string command = "rm -rf '" + dir_ + "'";
-    EXPECT_EQ(std::system(command.c_str()), 0);
-  }
+  void TearDown() override { RemoveDir(dir_); }
 
-  cli::LoadedConfig Load() {
-    const std::string path = dir_ + "/config.yaml";
-    std::ofstream(path, std::ios::binary) << kHamiConfig;
-    auto loaded = cli::LoadProfiles(path);
-    EXPECT_TRUE(loaded.ok()) << loaded.status().ToString();
-    return loaded.ok() ? std::move(loaded).value() : cli::LoadedConfig{};
-  }
-
-  ReplayReport Replay(const std::string& dir) {
-    cli::LoadedConfig config = Load();
-    auto report = ReplayDirectory(dir, config.profiles, config.host->accountings());
-    EXPECT_TRUE(report.ok()) << report.status().ToString();
-    return report.ok() ? std::move(report).value() : ReplayReport{};
+  ReplayReport ReplayWithTheSameConfiguration(const std::string& dir) {
+    return Replay(dir, Load(dir_, kHamiConfig));
   }
 
   std::string dir_;
@@ -158,7 +129,7 @@ TEST_F(ReplayHamiTest, TheDeviceUsageIsRecordedPerNode) {
 }
 
 TEST_F(ReplayHamiTest, TheSameConfigurationReplaysTheDecisionExactly) {
-  const ReplayReport r = Replay(record_dir_);
+  const ReplayReport r = ReplayWithTheSameConfiguration(record_dir_);
   EXPECT_EQ(r.replayed, 1U);
   EXPECT_EQ(r.without_state, 0U);
   EXPECT_EQ(r.changed, 0U) << FormatReplayText(r, true);
@@ -181,7 +152,7 @@ TEST_F(ReplayHamiTest, WithoutTheRecordedUsageTheFullNodeWouldPass) {
       out << doc.dump() << "\n";
     }
   }
-  const ReplayReport r = Replay(old_dir);
+  const ReplayReport r = ReplayWithTheSameConfiguration(old_dir);
   EXPECT_EQ(r.without_state, 1U);
   ASSERT_EQ(r.requests.size(), 1U);
   EXPECT_EQ(r.requests[0].diff,

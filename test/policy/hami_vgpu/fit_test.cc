@@ -10,37 +10,66 @@
 namespace schedext::policy::hami {
 namespace {
 
+// Random cases for the equivalence tests below.
+class RandomCases {
+ public:
+  explicit RandomCases(unsigned seed) : rng_(seed) {}
+
+  int Pick(int bound) { return static_cast<int>(rng_() % static_cast<unsigned>(bound)); }
+
+  // Up to kMaxDevices devices: split counts, sizes (all of `one_size` MiB
+  // when it is not 0), half-size cores, NUMA nodes, health, type and UUID
+  // rules, and usage on them.
+  NodeFacts Node(int64_t one_size) {
+    NodeFacts node;
+    node.size = Pick(kMaxDevices + 1);
+    for (size_t d = 0; d < static_cast<size_t>(node.size); ++d) {
+      node.devices[d] = DeviceFacts{1 + Pick(6),
+                                    one_size != 0 ? one_size : 1024 * (1 + Pick(32)),
+                                    Pick(3) == 0 ? 50 : 100,
+                                    Pick(2),
+                                    Pick(8) != 0,
+                                    Pick(10) != 0,
+                                    Pick(10) != 0,
+                                    static_cast<uint8_t>(d)};
+      const int64_t used = Pick(static_cast<int>(node.devices[d].count) + 1);
+      node.use[d] = DeviceUse{used, used * 1024 * Pick(4), used * 10 * Pick(3)};
+    }
+    return node;
+  }
+
+  // 0-3 vGPUs of an amount of memory, a percentage or none, and cores up
+  // to 150 (more than 100 counts as 100).
+  ContainerRequest Request() {
+    ContainerRequest r;
+    r.nums = Pick(4);
+    const int kind = Pick(4);
+    if (kind == 0) {
+      r.memory_percent = 10 * (1 + Pick(10));
+    } else if (kind == 1) {
+      r.memory_percent = 101;  // no memory asked
+    } else {
+      r.memory = 1024 * (1 + Pick(16));
+    }
+    r.cores = Pick(4) == 0 ? 100 + Pick(50) : 10 * Pick(5);
+    return r;
+  }
+
+ private:
+  std::mt19937 rng_;
+};
+
 // Filter's kVerdict skips HAMi's device sort where the choice cannot change
 // the answer (fit.h): on random nodes and pods it must give the misfit the
 // full placement gives, both policies, with and without NUMA binding.
 TEST(HamiFitTest, VerdictOnlyFitAnswersAsThePlacement) {
-  std::mt19937 rng(99);
-  const auto pick = [&](int bound) { return static_cast<int>(rng() % static_cast<unsigned>(bound)); };
+  RandomCases random(99);
   size_t fits = 0, cases = 0, multi = 0;
   for (int n = 0; n < 3000; ++n) {
-    NodeFacts node;
-    node.size = pick(kMaxDevices + 1);
-    for (size_t d = 0; d < static_cast<size_t>(node.size); ++d) {
-      node.devices[d] = DeviceFacts{1 + pick(6),         1024 * (1 + pick(32)), pick(3) == 0 ? 50 : 100,
-                                    pick(2),             pick(8) != 0,          pick(10) != 0,
-                                    pick(10) != 0,       static_cast<uint8_t>(d)};
-      const int64_t used = pick(static_cast<int>(node.devices[d].count) + 1);
-      node.use[d] = DeviceUse{used, used * 1024 * pick(4), used * 10 * pick(3)};
-    }
+    const NodeFacts node = random.Node(0);
     PodRequest pod;
-    const auto request = [&]() {
-      ContainerRequest r;
-      r.nums = pick(4);
-      if (pick(3) == 0) {
-        r.memory_percent = 10 * (1 + pick(10));
-      } else {
-        r.memory = 1024 * (1 + pick(16));
-      }
-      r.cores = pick(4) == 0 ? 100 : 10 * pick(5);
-      return r;
-    };
-    for (int c = pick(3); c > 0; --c) pod.init.push_back(request());
-    for (int c = 1 + pick(3); c > 0; --c) pod.app.push_back(request());
+    for (int c = random.Pick(3); c > 0; --c) pod.init.push_back(random.Request());
+    for (int c = 1 + random.Pick(3); c > 0; --c) pod.app.push_back(random.Request());
     multi += pod.app.size() > 1 ? 1 : 0;
     for (const bool numa_bind : {false, true}) {
       for (const GpuPolicy policy : {GpuPolicy::kBinpack, GpuPolicy::kSpread}) {
@@ -65,45 +94,17 @@ TEST(HamiFitTest, VerdictOnlyFitAnswersAsThePlacement) {
 // requests, devices of mixed and of equal sizes) it must give the score of
 // the full placement, and no score exactly where the placement does not fit.
 TEST(HamiFitTest, ScoreWithoutPlacementAnswersAsThePlacement) {
-  std::mt19937 rng(7);
-  const auto pick = [&](int bound) { return static_cast<int>(rng() % static_cast<unsigned>(bound)); };
+  RandomCases random(7);
   size_t scored = 0, cases = 0, equal_sizes = 0;
   for (int n = 0; n < 3000; ++n) {
-    NodeFacts node;
-    node.size = pick(kMaxDevices + 1);
-    const bool one_size = pick(2) == 0;
+    const bool one_size = random.Pick(2) == 0;
     equal_sizes += one_size ? 1 : 0;
-    for (size_t d = 0; d < static_cast<size_t>(node.size); ++d) {
-      node.devices[d] = DeviceFacts{1 + pick(6),
-                                    one_size ? 40960 : 1024 * (1 + pick(32)),
-                                    pick(3) == 0 ? 50 : 100,
-                                    pick(2),
-                                    pick(8) != 0,
-                                    pick(10) != 0,
-                                    pick(10) != 0,
-                                    static_cast<uint8_t>(d)};
-      const int64_t used = pick(static_cast<int>(node.devices[d].count) + 1);
-      node.use[d] = DeviceUse{used, used * 1024 * pick(4), used * 10 * pick(3)};
-    }
+    const NodeFacts node = random.Node(one_size ? 40960 : 0);
     PodRequest pod;
-    const auto request = [&]() {
-      ContainerRequest r;
-      r.nums = pick(4);
-      const int kind = pick(4);
-      if (kind == 0) {
-        r.memory_percent = 10 * (1 + pick(10));
-      } else if (kind == 1) {
-        r.memory_percent = 101;  // no memory asked
-      } else {
-        r.memory = 1024 * (1 + pick(16));
-      }
-      r.cores = pick(4) == 0 ? 100 + pick(50) : 10 * pick(5);
-      return r;
-    };
-    if (pick(4) == 0) {
-      for (int c = 1 + pick(2); c > 0; --c) pod.init.push_back(request());
+    if (random.Pick(4) == 0) {
+      for (int c = 1 + random.Pick(2); c > 0; --c) pod.init.push_back(random.Request());
     }
-    for (int c = 1 + pick(3); c > 0; --c) pod.app.push_back(request());
+    for (int c = 1 + random.Pick(3); c > 0; --c) pod.app.push_back(random.Request());
     for (const bool numa_bind : {false, true}) {
       for (const GpuPolicy gpu : {GpuPolicy::kBinpack, GpuPolicy::kSpread}) {
         for (const NodePolicy policy : {NodePolicy::kBinpack, NodePolicy::kSpread}) {
@@ -131,8 +132,8 @@ TEST(HamiFitTest, ScoreWithoutPlacementAnswersAsThePlacement) {
 // device sizes) and single-container requests they must answer what FitPod
 // and ScorePod answer on the facts the summary makes.
 TEST(HamiSummaryTest, OneContainerOnTheSummaryAnswersAsTheFacts) {
-  std::mt19937 rng(11);
-  const auto pick = [&](int bound) { return static_cast<int>(rng() % static_cast<unsigned>(bound)); };
+  RandomCases random(11);
+  const auto pick = [&](int bound) { return random.Pick(bound); };
   size_t fits = 0, cases = 0, placed_instead = 0;
   std::array<size_t, 10> misfits{};
   for (int n = 0; n < 20000; ++n) {
@@ -153,17 +154,8 @@ TEST(HamiSummaryTest, OneContainerOnTheSummaryAnswersAsTheFacts) {
       summary.mig |= static_cast<uint8_t>(pick(20) == 0 ? 1U << d : 0U);
     }
     summary.registered = summary.usable = true;
-    ContainerRequest r;
+    ContainerRequest r = random.Request();
     r.nums = 1 + pick(3);
-    const int kind = pick(4);
-    if (kind == 0) {
-      r.memory_percent = 10 * (1 + pick(10));
-    } else if (kind == 1) {
-      r.memory_percent = 101;
-    } else {
-      r.memory = 1024 * (1 + pick(40));
-    }
-    r.cores = pick(4) == 0 ? 100 : 10 * pick(5);
     PodRequest pod;
     if (pick(2) == 0) pod.app.push_back(ContainerRequest{});  // a sidecar asking for none
     pod.app.push_back(r);
