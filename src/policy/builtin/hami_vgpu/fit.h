@@ -6,7 +6,10 @@
 // usage counted on them and the pod's type/UUID rules already applied. Two
 // sources build them and must agree: FactsOf below, from the decoded
 // register annotation (every pod, and the only one at bind), and the node
-// summary (summary.h), for pods without type/UUID/mode rules.
+// summary (summary.h), for pods without type/UUID/mode rules. The common
+// pod (one container asking, no NUMA binding) skips them: summary.h FitOne
+// and ScoreOne decide it on the summary and must answer as FitPod and
+// ScorePod do on its facts.
 //
 // Called per node from Filter and Score (and once at bind): no allocation,
 // no lock. The caller's `on_chosen` sees every device chosen.
