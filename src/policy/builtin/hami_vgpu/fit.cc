@@ -296,8 +296,7 @@ std::optional<int64_t> ScorePod(const NodeFacts& node, const PodRequest& pod, bo
   };
   for (size_t c = 0; totals_fixed && c < pod.app.size(); ++c) {
     const ContainerRequest& r = pod.app[c];
-    // MemoryPerVgpu is device-independent for an amount (or no memory).
-    if (r.nums > 0 && r.memory <= 0 && r.memory_percent != 101) {
+    if (r.nums > 0 && MemoryDependsOnDevice(r)) {
       totals_fixed = same_memory();
       break;
     }

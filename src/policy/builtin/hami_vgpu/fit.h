@@ -109,6 +109,10 @@ PodRequest RequestOf(const model::PodInfo& pod, const ResourceNames& names);
 // The MiB one vGPU of `request` takes on a device of `device_memory` MiB,
 // as HAMi's Fit reads it (a percentage is of that device).
 int64_t MemoryPerVgpu(const ContainerRequest& request, int64_t device_memory);
+// Whether MemoryPerVgpu depends on the device (a percentage of its memory).
+inline bool MemoryDependsOnDevice(const ContainerRequest& request) {
+  return request.memory <= 0 && request.memory_percent != 101;
+}
 
 // A device chosen for container `container` (init containers first, then
 // the regular ones: the order of HAMi's annotation entries).

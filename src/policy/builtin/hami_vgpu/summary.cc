@@ -120,7 +120,7 @@ Misfit FitOne(const VgpuSummary& summary, const ContainerRequest& request) {
 std::optional<int64_t> ScoreOne(const VgpuSummary& summary, const ContainerRequest& request,
                                 NodePolicy policy, bool& placement_needed) {
   placement_needed = false;
-  const bool by_device = request.memory <= 0 && request.memory_percent != 101;
+  const bool by_device = MemoryDependsOnDevice(request);
   for (size_t d = 1; by_device && d < summary.size; ++d) {
     if (summary.memory[d] != summary.memory[0]) {
       placement_needed = true;
